@@ -1,0 +1,94 @@
+#include "engine/mapping/round_mapping.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "absl/strings/str_cat.h"
+
+namespace roundtable::mapping {
+
+RoundState::RoundState(uint64_t s0, uint64_t m) : s0_(s0), m_(m) {
+  const uint64_t groups = std::bit_floor(m / s0);
+  log2_groups_ = std::countr_zero(groups);
+  s_ = m >> log2_groups_;
+  k_ = m & (groups - 1);
+}
+
+uint64_t RoundState::FindArc(uint64_t h) const {
+  const uint64_t g = GroupOf(h);
+  // Groups before g hold s arcs each, plus one more for each converted one.
+  return g * s_ + std::min(g, k_) + PositionOf(h, g);
+}
+
+uint64_t RoundState::BucketOfArc(uint64_t j) const {
+  const uint64_t short_arcs = k_ * (s_ + 1);
+  if (j < short_arcs) return BucketAt(j / (s_ + 1), j % (s_ + 1));
+  j -= short_arcs;
+  return BucketAt(k_ + j / s_, j % s_);
+}
+
+absl::Status CheckRoundShape(std::string_view scheme, uint64_t s0,
+                             uint64_t m) {
+  if (s0 == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(scheme), ": s0 must be at least 1"));
+  }
+  if (m < s0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(scheme), ": bucket count ", m, " is below s0 = ", s0));
+  }
+  if (m > RoundMapping::kMaxBuckets) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(scheme), ": bucket count ", m, " exceeds the maximum 2^62"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RoundMapping> RoundMapping::Create(uint64_t s0, uint64_t m) {
+  if (absl::Status s = CheckRoundShape("round", s0, m); !s.ok()) return s;
+  return RoundMapping(RoundState(s0, m));
+}
+
+BucketChange RoundMapping::GroupChange(const RoundState& state) {
+  BucketChange change;
+  const uint64_t g = state.converted();
+  change.sources.reserve(state.step());
+  for (uint64_t p = 0; p < state.step(); ++p) {
+    change.sources.push_back(state.BucketAt(g, p));
+  }
+  change.target = state.num_buckets();
+  return change;
+}
+
+absl::StatusOr<BucketChange> StepRoundState(
+    std::string_view scheme, bool grow, RoundState& state,
+    BucketChange (*change_of)(const RoundState&)) {
+  const uint64_t m = state.num_buckets();
+  if (grow) {
+    if (m >= RoundMapping::kMaxBuckets) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(std::string(scheme), ": bucket count is at its maximum 2^62"));
+    }
+    BucketChange change = change_of(state);
+    state = RoundState(state.s0(), m + 1);
+    return change;
+  }
+  if (m <= state.s0()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        std::string(scheme), ": cannot release a bucket below s0 = ", state.s0()));
+  }
+  // The last NewBucket ran from m - 1; replaying its view gives the same
+  // buckets, and the released one is its new bucket m - 1.
+  state = RoundState(state.s0(), m - 1);
+  return change_of(state);
+}
+
+absl::StatusOr<BucketChange> RoundMapping::NewBucket() {
+  return StepRoundState(name(), /*grow=*/true, state_, &GroupChange);
+}
+
+absl::StatusOr<BucketChange> RoundMapping::FreeBucket() {
+  return StepRoundState(name(), /*grow=*/false, state_, &GroupChange);
+}
+
+}  // namespace roundtable::mapping

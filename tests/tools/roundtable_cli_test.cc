@@ -1,0 +1,99 @@
+// The roundtable binary as a user runs it: exit codes, messages, and the
+// flags' own parsing errors.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Runs the tool with `args` and `input` on standard input.
+Outcome RunTool(const std::string& args, const std::string& input = "") {
+  // ctest runs the cases as parallel processes: one file set per process.
+  const std::string base =
+      testing::TempDir() + "/roundtable_cli_" + std::to_string(getpid());
+  const std::string in = base + ".in", out = base + ".out", err = base + ".err";
+  std::ofstream(in) << input;
+  const std::string command = std::string(RT_CLI_PATH) + " " + args + " <" +
+                              in + " >" + out + " 2>" + err;
+  const int status = std::system(command.c_str());
+  Outcome o;
+  if (WIFEXITED(status)) o.exit_code = WEXITSTATUS(status);
+  o.out = Slurp(out);
+  o.err = Slurp(err);
+  return o;
+}
+
+TEST(RoundtableCliTest, MapPrintsBuckets) {
+  const Outcome o = RunTool("map --s0=3 --buckets=48", "0x8000000000000000\n"
+                                                   "0x9e3779b97f4a7c15\n");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.out, "3\n44\n");
+}
+
+TEST(RoundtableCliTest, MapGrowAndShrink) {
+  Outcome o = RunTool("map --s0=3 --buckets=32 --grow=2");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.out, "0 1 2 24 32\n12 16 20 25 33\n");
+  o = RunTool("map --s0=3 --buckets=34 --shrink=2");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.out, "12 16 20 25 33\n0 1 2 24 32\n");
+}
+
+TEST(RoundtableCliTest, BadInputExitsNonZeroWithAMessage) {
+  struct Bad {
+    std::string args, input, says;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {"map --s0=3 --buckets=10", "12\nxyz\n", "line 2"},
+           {"map --s0=0 --buckets=10", "1\n", "s0 must be at least 1"},
+           {"map --s0=11 --buckets=10", "1\n", "below s0"},
+           {"map --s0=3", "1\n", "--buckets is required"},
+           {"map --s0=abc --buckets=10", "1\n", "abc"},
+           {"map --s0=3 --buckets=-5", "1\n", "buckets"},
+           {"map --s0=3 --buckets=10 --shrink=9", "", "--shrink=9"},
+           {"map --s0=3 --buckets=10", "-1\n", "line 1"},
+           {"map --s0=3 --buckets=10", "99999999999999999999\n", "line 1"},
+           {"frobnicate", "", "unknown command"},
+       }) {
+    const Outcome o = RunTool(bad.args, bad.input);
+    EXPECT_NE(o.exit_code, 0) << bad.args;
+    EXPECT_GT(o.exit_code, 0) << bad.args << " (crashed?)";
+    EXPECT_NE(o.err.find(bad.says), std::string::npos)
+        << bad.args << "\nstderr: " << o.err;
+  }
+}
+
+TEST(RoundtableCliTest, BalanceExperimentRunsSmall) {
+  const std::string csv = testing::TempDir() + "/balance_" +
+                          std::to_string(getpid()) + ".csv";
+  const Outcome o = RunTool("experiment balance --buckets=100 --values=100000 "
+                        "--s0=1,64 --threads=2 --csv=" + csv);
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("linear-litwin"), std::string::npos) << o.out;
+  const std::string table = Slurp(csv);
+  EXPECT_EQ(table.rfind("mapping,s0,buckets,values,", 0), 0u) << table;
+  // round and linear-slack for two s0 each, litwin and jump once.
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 1 + 2 + 2 + 1 + 1);
+}
+
+}  // namespace

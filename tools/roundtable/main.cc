@@ -1,0 +1,155 @@
+// roundtable: the command-line tool. Subcommands:
+//
+//   roundtable map [--mapping=round] [--s0=32] --buckets=M
+//       reads 64-bit hashes (decimal or 0x hex), one per line, from standard
+//       input and prints the bucket of each.
+//   roundtable map [--s0=32] --buckets=M --grow=N | --shrink=N
+//       prints, for each of N steps, the touched buckets in arc order with the
+//       new (or released) bucket last.
+//   roundtable experiment balance [--buckets=10000] [--values=1000000000]
+//       [--s0=1,2,...,128] [--mappings=round,...] [--threads=N] [--csv=FILE]
+//       the bucket-size distribution of evenly spaced hashes (Table 2).
+//
+// docs/cli.md describes every flag.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "tools/roundtable/balance.h"
+#include "tools/roundtable/map_command.h"
+
+ABSL_FLAG(std::string, mapping, "round",
+          "map: the mapping scheme (round, jump, linear-slack, "
+          "linear-litwin, modulo)");
+ABSL_FLAG(std::vector<std::string>, s0, {},
+          "slack s0 >= 1; map takes one value (default 32), experiment "
+          "balance a comma-separated list (default 1,2,4,...,128)");
+ABSL_FLAG(std::optional<uint64_t>, buckets, std::nullopt,
+          "number of buckets m >= s0 (required by map; experiment balance "
+          "defaults to 10000)");
+ABSL_FLAG(uint64_t, grow, 0, "map: print the buckets touched by N grow steps");
+ABSL_FLAG(uint64_t, shrink, 0,
+          "map: print the buckets touched by N shrink steps");
+ABSL_FLAG(uint64_t, values, 1000000000,
+          "experiment balance: number of evenly spaced hash values");
+ABSL_FLAG(std::vector<std::string>, mappings,
+          std::vector<std::string>({"round", "linear-slack", "linear-litwin",
+                                    "jump"}),
+          "experiment balance: the mappings to measure");
+ABSL_FLAG(int, threads, 0,
+          "worker threads for experiments (0: one per core)");
+ABSL_FLAG(std::string, csv, "", "experiment balance: also write CSV here");
+
+namespace roundtable::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "roundtable <command> [flags]\n"
+    "\n"
+    "commands:\n"
+    "  map                 bucket of each hash on stdin, or the buckets "
+    "touched\n"
+    "                      by --grow=N / --shrink=N steps\n"
+    "  experiment balance  bucket-size distribution of evenly spaced hashes\n"
+    "\n"
+    "Run 'roundtable --help' for every flag; docs/cli.md has examples.";
+
+int Fail(std::string_view command, std::string_view message) {
+  std::cerr << "roundtable " << command << ": " << message << "\n";
+  return 1;
+}
+
+int Fail(std::string_view command, const absl::Status& status) {
+  return Fail(command, std::string(status.message()));
+}
+
+absl::StatusOr<std::vector<uint64_t>> ParseList(
+    const std::string& flag, const std::vector<std::string>& items) {
+  std::vector<uint64_t> values;
+  for (const std::string& item : items) {
+    const std::optional<uint64_t> v = ParseUint64(item);
+    if (!v) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, ": '", item, "' is not an unsigned integer"));
+    }
+    values.push_back(*v);
+  }
+  return values;
+}
+
+int Map() {
+  MapOptions options;
+  options.mapping = absl::GetFlag(FLAGS_mapping);
+  auto s0 = ParseList("s0", absl::GetFlag(FLAGS_s0));
+  if (!s0.ok()) return Fail("map", s0.status());
+  if (s0->size() > 1) return Fail("map", "--s0 takes one value");
+  if (!s0->empty()) options.s0 = s0->front();
+  if (!absl::GetFlag(FLAGS_buckets)) return Fail("map", "--buckets is required");
+  options.buckets = *absl::GetFlag(FLAGS_buckets);
+  options.grow = absl::GetFlag(FLAGS_grow);
+  options.shrink = absl::GetFlag(FLAGS_shrink);
+
+  std::ios::sync_with_stdio(false);
+  const absl::Status status = RunMap(options, std::cin, std::cout);
+  std::cout.flush();
+  if (!status.ok()) return Fail("map", status);
+  return 0;
+}
+
+int Threads() {
+  const int threads = absl::GetFlag(FLAGS_threads);
+  if (threads > 0) return threads;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+int Balance() {
+  BalanceOptions options;
+  if (auto b = absl::GetFlag(FLAGS_buckets)) options.buckets = *b;
+  options.values = absl::GetFlag(FLAGS_values);
+  if (!absl::GetFlag(FLAGS_s0).empty()) {
+    auto s0 = ParseList("s0", absl::GetFlag(FLAGS_s0));
+    if (!s0.ok()) return Fail("experiment balance", s0.status());
+    options.s0s = *s0;
+  }
+  options.mappings = absl::GetFlag(FLAGS_mappings);
+  options.threads = Threads();
+  options.csv_path = absl::GetFlag(FLAGS_csv);
+  options.show_progress = isatty(STDERR_FILENO);
+  auto rows = RunBalance(options, std::cout);
+  if (!rows.ok()) return Fail("experiment balance", rows.status());
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(kUsage);
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  // args[0] is the program; the rest are the command words.
+  std::vector<std::string> words(args.begin() + 1, args.end());
+  if (words.empty()) {
+    std::cerr << kUsage << "\n";
+    return 2;
+  }
+  if (words == std::vector<std::string>{"map"}) return Map();
+  if (words == std::vector<std::string>{"experiment", "balance"}) {
+    return Balance();
+  }
+  std::cerr << "roundtable: unknown command '" << absl::StrJoin(words, " ")
+            << "'\n\n"
+            << kUsage << "\n";
+  return 2;
+}
+
+}  // namespace
+}  // namespace roundtable::cli
+
+int main(int argc, char** argv) { return roundtable::cli::Main(argc, argv); }
