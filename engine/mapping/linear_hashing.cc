@@ -1,46 +1,59 @@
 #include "engine/mapping/linear_hashing.h"
 
 #include <bit>
-#include <cmath>
 
 #include "absl/strings/str_cat.h"
 
 namespace roundtable::mapping {
 namespace {
 
-// The stream of hash outputs a key draws from at one level of slack linear
-// hashing: splitmix64 seeded by the key and the level, so each level acts as
-// an independent hash function of the key.
-class LevelStream {
+// The stream of hash outputs a key draws from: the j-th output acts as the
+// j-th hash function of the key. Seeded by a full 64-bit mix of the key, then
+// stepped by a 64-bit linear congruential generator whose high bits are used
+// (as jump consistent hash does).
+//
+// One stream serves every level in turn. The draws of level l depend only on
+// the key and on the draws of levels before l, which always run to 2 * s0
+// slots, so the sequence a level sees never changes as its group grows:
+// that is what keeps a grow from moving keys anywhere but to the new bucket.
+class KeyStream {
  public:
-  LevelStream(uint64_t key, int level)
-      : state_(key ^ (static_cast<uint64_t>(level) * 0xD1B54A32D192ED03ULL)) {}
+  explicit KeyStream(uint64_t key) : state_(Mix(key)) {}
 
+  // The next output's top 53 bits as a double in (0, 1].
+  double NextUnit() {
+    state_ = state_ * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>((state_ >> 11) + 1) * 0x1.0p-53;
+  }
   uint64_t Next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
+    state_ = state_ * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state_;
+  }
+
+ private:
+  static uint64_t Mix(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     return z ^ (z >> 31);
   }
-
- private:
   uint64_t state_;
 };
 
 // The slot a key ends in when its group grows from `count` slots (the key at
 // `slot`) to `end` slots, each growth from n to n + 1 moving it to slot n with
 // probability 1/(n + 1). The key stays put until count c with probability
-// count / c, so the next jump lands at floor(count / u) for u uniform in
-// (0, 1]: the walk of jump consistent hash, started mid-way.
-uint64_t ContinueJump(LevelStream& stream, uint64_t slot, uint64_t count,
+// count / c, so its next jump lands at floor(count / u) for u uniform in
+// (0, 1]: the walk of jump consistent hash, started mid-way. A level's walk
+// jumps about ln 2 times on average.
+uint64_t ContinueJump(KeyStream& stream, uint64_t slot, uint64_t count,
                       uint64_t end) {
   const double limit = static_cast<double>(end);
   while (true) {
-    const double u =
-        static_cast<double>((stream.Next() >> 11) + 1) * 0x1.0p-53;
-    const double next = std::floor(static_cast<double>(count) / u);
-    if (next >= limit) return slot;
-    slot = static_cast<uint64_t>(next);
+    const double u = stream.NextUnit();
+    // count / u >= end, tested without the division: only a jump needs its
+    // landing slot, and the quotient then fits in 64 bits.
+    if (static_cast<double>(count) >= limit * u) return slot;
+    slot = static_cast<uint64_t>(static_cast<double>(count) / u);
     count = slot + 1;
   }
 }
@@ -95,20 +108,17 @@ absl::StatusOr<SlackLinearHashing> SlackLinearHashing::Create(uint64_t s0,
 uint64_t SlackLinearHashing::FindBucket(uint64_t hash) const {
   const uint64_t s0 = state_.s0();
   const int levels = state_.log2_groups();
+  KeyStream stream(hash);
+  // Level 0 starts from a uniform slot among the s0 initial buckets; each
+  // later level starts from the slot the full expansion before it left.
+  uint64_t slot = MulHi64(stream.Next(), s0);
   uint64_t group = 0;
-  uint64_t slot = 0;
-  for (int level = 0; level <= levels; ++level) {
-    LevelStream stream(hash, level);
-    // Level 0 starts from a uniform slot among the s0 initial buckets; later
-    // levels start from the slot the full expansion left.
-    if (level == 0) slot = MulHi64(stream.Next(), s0);
-    const uint64_t end = level < levels ? 2 * s0 : state_.arcs_in_group(group);
-    slot = ContinueJump(stream, slot, s0, end);
-    if (level < levels) {
-      group |= (slot & 1) << level;
-      slot >>= 1;
-    }
+  for (int level = 0; level < levels; ++level) {
+    slot = ContinueJump(stream, slot, s0, 2 * s0);
+    group |= (slot & 1) << level;
+    slot >>= 1;
   }
+  slot = ContinueJump(stream, slot, s0, state_.arcs_in_group(group));
   return group + (slot << levels);
 }
 

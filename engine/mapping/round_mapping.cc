@@ -12,6 +12,7 @@ RoundState::RoundState(uint64_t s0, uint64_t m) : s0_(s0), m_(m) {
   log2_groups_ = std::countr_zero(groups);
   s_ = m >> log2_groups_;
   k_ = m & (groups - 1);
+  s0_groups_ = s0 * groups;
 }
 
 uint64_t RoundState::FindArc(uint64_t h) const {

@@ -46,17 +46,24 @@ class RoundState {
   //   p >= s0        -> p * G + g                    (native of this round)
   //   g == 0         -> p
   //   otherwise      -> ((s0 + p) * G + g) >> (ctz(g) + 1)
-  // Written with selects rather than branches: p >= s0 is a coin toss for
-  // random hashes and a mispredicted branch costs more than the whole lookup.
+  //
+  // All three cases are one expression, (native + add) >> shift with
+  // native = p * G + g: add = s0 * G (as g < G, (s0 + p) * G + g is
+  // native + s0 * G) and shift = ctz(g) + 1 for an older bucket outside group
+  // 0; add = 0 and shift = log2(G) in group 0; add = 0 and shift = 0 for a
+  // native. No branch is left for random hashes to mispredict: g == 0 has
+  // probability 1/G and p >= s0 up to 1/2.
   uint64_t BucketAt(uint64_t g, uint64_t p) const {
     const int lg = log2_groups_;
     const uint64_t native = (p << lg) | g;
-    // g | G has the same trailing zeros as g for g != 0 and is never zero;
-    // the g == 0 case is then selected away.
-    const int t = std::countr_zero(g | (uint64_t{1} << lg));
-    const uint64_t older = (((s0_ + p) << lg) | g) >> (t + 1);
-    const uint64_t earlier = g == 0 ? p : older;
-    return p >= s0_ ? native : earlier;
+    const uint64_t older = p < s0_;
+    const uint64_t older_outside_zero = older & (g != 0);
+    // g | G has the trailing zeros of g when g != 0, and lg when g == 0.
+    const uint64_t shift =
+        (std::countr_zero(g | (uint64_t{1} << lg)) + older_outside_zero) &
+        (uint64_t{0} - older);
+    const uint64_t add = s0_groups_ & (uint64_t{0} - older_outside_zero);
+    return (native + add) >> shift;
   }
 
   // The group and arc position of a hash: g is the top log2(G) bits of h, and
@@ -86,6 +93,7 @@ class RoundState {
   int log2_groups_;
   uint64_t s_;
   uint64_t k_;
+  uint64_t s0_groups_;  // s0 * G
 };
 
 // OK when 1 <= s0 <= m <= RoundMapping::kMaxBuckets, else InvalidArgument
