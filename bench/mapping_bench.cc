@@ -46,10 +46,10 @@ const std::vector<uint64_t>& Hashes() {
 
 void SetCounters(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kBatch);
-  state.counters["time_per_lookup"] = benchmark::Counter(
-      static_cast<double>(kBatch),
-      benchmark::Counter::kIsIterationInvariantRate |
-          benchmark::Counter::kInvert);
+  state.counters["time_per_lookup"] =
+      benchmark::Counter(static_cast<double>(kBatch),
+                         benchmark::Counter::kIsIterationInvariantRate |
+                             benchmark::Counter::kInvert);
 }
 
 // Maps every hash of the batch with `find` and keeps the sum alive.

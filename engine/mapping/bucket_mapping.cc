@@ -33,8 +33,8 @@ absl::StatusOr<std::unique_ptr<BucketMapping>> MakeMapping(
   }
   if (name == "modulo") return Boxed(ModuloMapping::Create(num_buckets));
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown mapping '", std::string(name), "'; expected one of ",
-                   absl::StrJoin(MappingNames(), ", ")));
+      absl::StrCat("unknown mapping '", std::string(name),
+                   "'; expected one of ", absl::StrJoin(MappingNames(), ", ")));
 }
 
 }  // namespace roundtable::mapping

@@ -39,6 +39,12 @@ struct BucketChange {
   }
 };
 
+// The most buckets a BucketChange lists. A step whose sources would be longer
+// (a round-mapping step with s0 in the tens of millions, a jump-hash grow past
+// that many buckets) fails with ResourceExhausted and changes nothing, rather
+// than allocating without bound.
+inline constexpr uint64_t kMaxListedBuckets = uint64_t{1} << 26;
+
 // How keys move when a bucket is added, used by the tests and the docs to
 // state each scheme's promise.
 enum class MoveRule {
@@ -69,7 +75,8 @@ class BucketMapping {
   // The bucket of a 64-bit hash value, in [0, num_buckets()).
   virtual uint64_t FindBucket(uint64_t hash) const = 0;
 
-  // Adds bucket m = num_buckets(). ResourceExhausted at max_buckets().
+  // Adds bucket m = num_buckets(). ResourceExhausted at max_buckets(), or
+  // when the change would list more than kMaxListedBuckets buckets.
   virtual absl::StatusOr<BucketChange> NewBucket() = 0;
   // Releases bucket m - 1, exactly undoing the last NewBucket: afterwards
   // every hash maps where it did before that NewBucket. FailedPrecondition at

@@ -3,14 +3,16 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "engine/mapping/round_mapping.h"
 
 namespace roundtable::mapping {
 namespace {
 
 absl::Status CheckCount(std::string_view scheme, uint64_t m, uint64_t max) {
   if (m < 1 || m > max) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        std::string(scheme), ": bucket count ", m, " is outside [1, ", max, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(scheme), ": bucket count ", m,
+                     " is outside [1, ", max, "]"));
   }
   return absl::OkStatus();
 }
@@ -21,9 +23,10 @@ absl::StatusOr<BucketChange> StepCount(std::string_view scheme, bool grow,
                                        uint64_t& m, uint64_t max) {
   if (grow) {
     if (m >= max) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(std::string(scheme), ": bucket count is at its maximum ", max));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          std::string(scheme), ": bucket count is at its maximum ", max));
     }
+    if (absl::Status s = CheckListable(scheme, m); !s.ok()) return s;
     ++m;
     return AllBucketsChange(m - 1, m - 1);
   }
@@ -31,6 +34,7 @@ absl::StatusOr<BucketChange> StepCount(std::string_view scheme, bool grow,
     return absl::FailedPreconditionError(
         absl::StrCat(std::string(scheme), ": cannot release the last bucket"));
   }
+  if (absl::Status s = CheckListable(scheme, m - 1); !s.ok()) return s;
   --m;
   return AllBucketsChange(m, m);
 }

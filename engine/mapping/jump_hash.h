@@ -69,7 +69,7 @@ class JumpMapping final : public BucketMapping {
 // h mod m: the baseline. Adding a bucket moves about m/(m+1) of all keys.
 class ModuloMapping final : public BucketMapping {
  public:
-  static constexpr uint64_t kMaxBuckets = uint64_t{1} << 62;
+  static constexpr uint64_t kMaxBuckets = ~uint64_t{0};
 
   // InvalidArgument unless 1 <= m <= kMaxBuckets.
   static absl::StatusOr<ModuloMapping> Create(uint64_t m);

@@ -99,7 +99,8 @@ absl::StatusOr<BucketChange> LitwinLinearHashing::FreeBucket() {
 
 absl::StatusOr<SlackLinearHashing> SlackLinearHashing::Create(uint64_t s0,
                                                               uint64_t m) {
-  if (absl::Status s = CheckRoundShape("linear-slack", s0, m); !s.ok()) {
+  if (absl::Status s = CheckRoundShape("linear-slack", s0, m, kMaxBuckets);
+      !s.ok()) {
     return s;
   }
   return SlackLinearHashing(RoundState(s0, m));
@@ -134,11 +135,13 @@ BucketChange SlackLinearHashing::GroupChange(const RoundState& state) {
 }
 
 absl::StatusOr<BucketChange> SlackLinearHashing::NewBucket() {
-  return StepRoundState(name(), /*grow=*/true, state_, &GroupChange);
+  return StepRoundState(name(), /*grow=*/true, kMaxBuckets, state_,
+                        &GroupChange);
 }
 
 absl::StatusOr<BucketChange> SlackLinearHashing::FreeBucket() {
-  return StepRoundState(name(), /*grow=*/false, state_, &GroupChange);
+  return StepRoundState(name(), /*grow=*/false, kMaxBuckets, state_,
+                        &GroupChange);
 }
 
 }  // namespace roundtable::mapping

@@ -12,7 +12,6 @@ RoundState::RoundState(uint64_t s0, uint64_t m) : s0_(s0), m_(m) {
   log2_groups_ = std::countr_zero(groups);
   s_ = m >> log2_groups_;
   k_ = m & (groups - 1);
-  s0_groups_ = s0 * groups;
 }
 
 uint64_t RoundState::FindArc(uint64_t h) const {
@@ -28,8 +27,8 @@ uint64_t RoundState::BucketOfArc(uint64_t j) const {
   return BucketAt(k_ + j / s_, j % s_);
 }
 
-absl::Status CheckRoundShape(std::string_view scheme, uint64_t s0,
-                             uint64_t m) {
+absl::Status CheckRoundShape(std::string_view scheme, uint64_t s0, uint64_t m,
+                             uint64_t max_buckets) {
   if (s0 == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(std::string(scheme), ": s0 must be at least 1"));
@@ -38,15 +37,18 @@ absl::Status CheckRoundShape(std::string_view scheme, uint64_t s0,
     return absl::InvalidArgumentError(absl::StrCat(
         std::string(scheme), ": bucket count ", m, " is below s0 = ", s0));
   }
-  if (m > RoundMapping::kMaxBuckets) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        std::string(scheme), ": bucket count ", m, " exceeds the maximum 2^62"));
+  if (m > max_buckets) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(scheme), ": bucket count ", m,
+                     " exceeds the maximum ", max_buckets));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<RoundMapping> RoundMapping::Create(uint64_t s0, uint64_t m) {
-  if (absl::Status s = CheckRoundShape("round", s0, m); !s.ok()) return s;
+  if (absl::Status s = CheckRoundShape("round", s0, m, kMaxBuckets); !s.ok()) {
+    return s;
+  }
   return RoundMapping(RoundState(s0, m));
 }
 
@@ -61,35 +63,55 @@ BucketChange RoundMapping::GroupChange(const RoundState& state) {
   return change;
 }
 
+absl::Status CheckListable(std::string_view scheme, uint64_t sources) {
+  if (sources > kMaxListedBuckets) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(std::string(scheme), ": this step would list ", sources,
+                     " buckets, more than the limit of ", kMaxListedBuckets));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<BucketChange> StepRoundState(
-    std::string_view scheme, bool grow, RoundState& state,
+    std::string_view scheme, bool grow, uint64_t max_buckets, RoundState& state,
     BucketChange (*change_of)(const RoundState&)) {
   const uint64_t m = state.num_buckets();
   if (grow) {
-    if (m >= RoundMapping::kMaxBuckets) {
+    if (m >= max_buckets) {
       return absl::ResourceExhaustedError(
-          absl::StrCat(std::string(scheme), ": bucket count is at its maximum 2^62"));
+          absl::StrCat(std::string(scheme), ": bucket count is at its maximum ",
+                       max_buckets));
+    }
+    if (absl::Status s = CheckListable(scheme, state.step()); !s.ok()) {
+      return s;
     }
     BucketChange change = change_of(state);
     state = RoundState(state.s0(), m + 1);
     return change;
   }
   if (m <= state.s0()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        std::string(scheme), ": cannot release a bucket below s0 = ", state.s0()));
+    return absl::FailedPreconditionError(
+        absl::StrCat(std::string(scheme),
+                     ": cannot release a bucket below s0 = ", state.s0()));
   }
   // The last NewBucket ran from m - 1; replaying its view gives the same
   // buckets, and the released one is its new bucket m - 1.
-  state = RoundState(state.s0(), m - 1);
+  const RoundState previous(state.s0(), m - 1);
+  if (absl::Status s = CheckListable(scheme, previous.step()); !s.ok()) {
+    return s;
+  }
+  state = previous;
   return change_of(state);
 }
 
 absl::StatusOr<BucketChange> RoundMapping::NewBucket() {
-  return StepRoundState(name(), /*grow=*/true, state_, &GroupChange);
+  return StepRoundState(name(), /*grow=*/true, kMaxBuckets, state_,
+                        &GroupChange);
 }
 
 absl::StatusOr<BucketChange> RoundMapping::FreeBucket() {
-  return StepRoundState(name(), /*grow=*/false, state_, &GroupChange);
+  return StepRoundState(name(), /*grow=*/false, kMaxBuckets, state_,
+                        &GroupChange);
 }
 
 }  // namespace roundtable::mapping

@@ -31,15 +31,15 @@ inline uint64_t MulHi64(uint64_t a, uint64_t b) {
 // short arcs and groups g >= k hold s long arcs. Every arc is one bucket.
 class RoundState {
  public:
-  // REQUIRES: 1 <= s0 <= m <= RoundMapping::kMaxBuckets.
+  // REQUIRES: 1 <= s0 <= m.
   RoundState(uint64_t s0, uint64_t m);
 
   uint64_t s0() const { return s0_; }
   uint64_t num_buckets() const { return m_; }
   uint64_t groups() const { return uint64_t{1} << log2_groups_; }
   int log2_groups() const { return log2_groups_; }
-  uint64_t step() const { return s_; }             // s
-  uint64_t converted() const { return k_; }        // k
+  uint64_t step() const { return s_; }       // s
+  uint64_t converted() const { return k_; }  // k
   uint64_t arcs_in_group(uint64_t g) const { return g < k_ ? s_ + 1 : s_; }
 
   // The bucket number of arc position p in group g, p < arcs_in_group(g):
@@ -47,23 +47,24 @@ class RoundState {
   //   g == 0         -> p
   //   otherwise      -> ((s0 + p) * G + g) >> (ctz(g) + 1)
   //
-  // All three cases are one expression, (native + add) >> shift with
-  // native = p * G + g: add = s0 * G (as g < G, (s0 + p) * G + g is
-  // native + s0 * G) and shift = ctz(g) + 1 for an older bucket outside group
-  // 0; add = 0 and shift = log2(G) in group 0; add = 0 and shift = 0 for a
-  // native. No branch is left for random hashes to mispredict: g == 0 has
-  // probability 1/G and p >= s0 up to 1/2.
+  // All three cases are one expression, ((p + add) << (L - shift)) +
+  // (g >> shift) with L = log2(G):
+  //   native:        add = 0,  shift = 0          -> p * G + g
+  //   older, g != 0: add = s0, shift = ctz(g) + 1 -> the formula above, as
+  //                  the low ctz(g) + 1 bits of (s0 + p) * G are zero
+  //   older, g == 0: add = 0,  shift = L          -> p
+  // so the lookup has no branch for random hashes to mispredict (g == 0 has
+  // probability 1/G and p >= s0 up to 1/2), and every intermediate value is
+  // at most the bucket number: any m up to 2^64 - 1 works.
   uint64_t BucketAt(uint64_t g, uint64_t p) const {
     const int lg = log2_groups_;
-    const uint64_t native = (p << lg) | g;
-    const uint64_t older = p < s0_;
-    const uint64_t older_outside_zero = older & (g != 0);
+    const uint64_t older = uint64_t{0} - (p < s0_);  // all ones or zero
+    const uint64_t nonzero = g != 0;
     // g | G has the trailing zeros of g when g != 0, and lg when g == 0.
     const uint64_t shift =
-        (std::countr_zero(g | (uint64_t{1} << lg)) + older_outside_zero) &
-        (uint64_t{0} - older);
-    const uint64_t add = s0_groups_ & (uint64_t{0} - older_outside_zero);
-    return (native + add) >> shift;
+        (std::countr_zero(g | (uint64_t{1} << lg)) + nonzero) & older;
+    const uint64_t add = s0_ & older & (uint64_t{0} - nonzero);
+    return ((p + add) << (lg - shift)) + (g >> shift);
   }
 
   // The group and arc position of a hash: g is the top log2(G) bits of h, and
@@ -74,7 +75,8 @@ class RoundState {
     return (h >> 1) >> (63 - log2_groups_);
   }
   uint64_t PositionOf(uint64_t h, uint64_t g) const {
-    return MulHi64(h << log2_groups_, g < k_ ? s_ + 1 : s_);
+    // s + 1 cannot overflow when k > 0: then G >= 2 and s < 2^63.
+    return MulHi64(h << log2_groups_, s_ + (g < k_));
   }
 
   uint64_t FindBucket(uint64_t h) const {
@@ -93,26 +95,29 @@ class RoundState {
   int log2_groups_;
   uint64_t s_;
   uint64_t k_;
-  uint64_t s0_groups_;  // s0 * G
 };
 
-// OK when 1 <= s0 <= m <= RoundMapping::kMaxBuckets, else InvalidArgument
-// naming the scheme and the bad value.
-absl::Status CheckRoundShape(std::string_view scheme, uint64_t s0, uint64_t m);
+// OK when 1 <= s0 <= m <= max_buckets, else InvalidArgument naming the scheme
+// and the bad value.
+absl::Status CheckRoundShape(std::string_view scheme, uint64_t s0, uint64_t m,
+                             uint64_t max_buckets);
+
+// OK unless a change with `sources` buckets would pass kMaxListedBuckets.
+absl::Status CheckListable(std::string_view scheme, uint64_t sources);
 
 // One NewBucket or FreeBucket step over a RoundState, shared by the schemes of
 // that shape (round-mapping and slack linear hashing). `change_of(state)`
 // names the buckets of group state.converted() and the new bucket
 // state.num_buckets(); a FreeBucket is the NewBucket that ran from m - 1.
 absl::StatusOr<BucketChange> StepRoundState(
-    std::string_view scheme, bool grow, RoundState& state,
+    std::string_view scheme, bool grow, uint64_t max_buckets, RoundState& state,
     BucketChange (*change_of)(const RoundState&));
 
 // Round-mapping behind the BucketMapping interface. Any s0 >= 1 and any m from
-// s0 up to kMaxBuckets; all arithmetic stays below 2m, so nothing overflows.
+// s0 up to 2^64 - 1; no intermediate value exceeds m, so nothing overflows.
 class RoundMapping final : public BucketMapping {
  public:
-  static constexpr uint64_t kMaxBuckets = uint64_t{1} << 62;
+  static constexpr uint64_t kMaxBuckets = ~uint64_t{0};
 
   // InvalidArgument unless 1 <= s0 <= m <= kMaxBuckets.
   static absl::StatusOr<RoundMapping> Create(uint64_t s0, uint64_t m);

@@ -47,8 +47,7 @@ TEST(CountEvenlySpacedTest, MatchesExactArcLengthsForRoundMapping) {
     ASSERT_TRUE(map.ok());
     // 10^7 evenly spaced values: 1000 a bucket, so the +-1 rounding of each
     // arc costs at most 1e-3 of a normalised size.
-    const BalanceStats s =
-        SummariseSizes(CountEvenlySpaced(*map, 10000000, 2));
+    const BalanceStats s = SummariseSizes(CountEvenlySpaced(*map, 10000000, 2));
     EXPECT_NEAR(s.sigma_over_mu, row.sigma, 2e-3) << "s0 = " << row.s0;
     EXPECT_NEAR(s.min, row.min, 2e-3) << "s0 = " << row.s0;
     EXPECT_NEAR(s.max, row.max, 2e-3) << "s0 = " << row.s0;

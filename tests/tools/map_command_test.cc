@@ -39,17 +39,18 @@ TEST(ParseUint64Test, AcceptsDecimalAndHex) {
 }
 
 TEST(ParseUint64Test, RejectsEverythingElse) {
-  for (const char* bad :
-       {"", " ", "-1", "+1", "18446744073709551616", "0x", "0x1ffffffffffffffff",
-        "12a", "abc", "1 2", "0xg", "1.5", "1e3", "0b101"}) {
+  for (const char* bad : {"", " ", "-1", "+1", "18446744073709551616", "0x",
+                          "0x1ffffffffffffffff", "12a", "abc", "1 2", "0xg",
+                          "1.5", "1e3", "0b101"}) {
     EXPECT_FALSE(ParseUint64(bad).has_value()) << "'" << bad << "'";
   }
 }
 
 TEST(RunMapTest, MapsEachLine) {
-  const Result r = RunCommand(Options(3, 35),
-                       "0x0\n0x8000000000000000\n\n18446744073709551615\n"
-                       "0x5fffffffffffffff\n0x6000000000000000\n");
+  const Result r =
+      RunCommand(Options(3, 35),
+                 "0x0\n0x8000000000000000\n\n18446744073709551615\n"
+                 "0x5fffffffffffffff\n0x6000000000000000\n");
   ASSERT_TRUE(r.status.ok()) << r.status;
   EXPECT_EQ(r.out, "0\n3\n31\n34\n13\n");
 }
@@ -64,8 +65,8 @@ TEST(RunMapTest, BadLineIsReportedWithItsNumber) {
 }
 
 TEST(RunMapTest, BadShapesFailBeforeAnyOutput) {
-  for (const auto& [s0, m] : std::vector<std::pair<uint64_t, uint64_t>>{
-           {0, 10}, {11, 10}, {1, 0}}) {
+  for (const auto& [s0, m] :
+       std::vector<std::pair<uint64_t, uint64_t>>{{0, 10}, {11, 10}, {1, 0}}) {
     const Result r = RunCommand(Options(s0, m), "1\n");
     EXPECT_EQ(r.status.code(), absl::StatusCode::kInvalidArgument)
         << s0 << " " << m;
@@ -113,7 +114,8 @@ TEST(RunMapTest, OtherMappingsByName) {
   ASSERT_TRUE(r.status.ok());
   EXPECT_EQ(r.out, "5\n5\n");
   o.mapping = "nonsense";
-  EXPECT_EQ(RunCommand(o, "1\n").status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunCommand(o, "1\n").status.code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -44,8 +44,9 @@ Outcome RunTool(const std::string& args, const std::string& input = "") {
 }
 
 TEST(RoundtableCliTest, MapPrintsBuckets) {
-  const Outcome o = RunTool("map --s0=3 --buckets=48", "0x8000000000000000\n"
-                                                   "0x9e3779b97f4a7c15\n");
+  const Outcome o = RunTool("map --s0=3 --buckets=48",
+                            "0x8000000000000000\n"
+                            "0x9e3779b97f4a7c15\n");
   EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(o.out, "3\n44\n");
 }
@@ -84,10 +85,12 @@ TEST(RoundtableCliTest, BadInputExitsNonZeroWithAMessage) {
 }
 
 TEST(RoundtableCliTest, BalanceExperimentRunsSmall) {
-  const std::string csv = testing::TempDir() + "/balance_" +
-                          std::to_string(getpid()) + ".csv";
-  const Outcome o = RunTool("experiment balance --buckets=100 --values=100000 "
-                        "--s0=1,64 --threads=2 --csv=" + csv);
+  const std::string csv =
+      testing::TempDir() + "/balance_" + std::to_string(getpid()) + ".csv";
+  const Outcome o = RunTool(
+      "experiment balance --buckets=100 --values=100000 "
+      "--s0=1,64 --threads=2 --csv=" +
+      csv);
   EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.out.find("linear-litwin"), std::string::npos) << o.out;
   const std::string table = Slurp(csv);

@@ -139,12 +139,13 @@ absl::StatusOr<std::vector<BalanceRow>> RunBalance(
       "Bucket sizes / mean for %d evenly spaced 64-bit values in %d buckets\n",
       options.values, options.buckets);
   out << absl::StrFormat("%-14s %5s %9s %8s %8s %8s %8s %8s %8s\n", "mapping",
-                         "s0", "sigma/mu", "min", "max", "1%", "99%",
-                         "99%/1%", "seconds");
+                         "s0", "sigma/mu", "min", "max", "1%", "99%", "99%/1%",
+                         "seconds");
   std::vector<BalanceRow> rows;
   for (const Job& job : jobs) {
     const std::string label =
-        absl::StrCat(std::string(job.map->name()), job.s0 ? absl::StrCat(" s0=", job.s0) : "");
+        absl::StrCat(std::string(job.map->name()),
+                     job.s0 ? absl::StrCat(" s0=", job.s0) : "");
     std::function<void(double)> progress;
     if (options.show_progress) {
       progress = [&label](double f) {
@@ -160,9 +161,9 @@ absl::StatusOr<std::vector<BalanceRow>> RunBalance(
     row.mapping = std::string(job.map->name());
     row.s0 = job.s0;
     row.stats = SummariseSizes(std::move(counts));
-    row.seconds = std::chrono::duration<double>(
-                      std::chrono::steady_clock::now() - start)
-                      .count();
+    row.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     if (options.show_progress) std::fprintf(stderr, "\r%60s\r", "");
     const BalanceStats& s = row.stats;
     out << absl::StrFormat(

@@ -41,8 +41,8 @@ struct BalanceOptions {
   uint64_t buckets = 10000;
   uint64_t values = 1000000000;
   std::vector<uint64_t> s0s = {1, 2, 4, 8, 16, 32, 64, 128};
-  std::vector<std::string> mappings = {"round", "linear-slack",
-                                       "linear-litwin", "jump"};
+  std::vector<std::string> mappings = {"round", "linear-slack", "linear-litwin",
+                                       "jump"};
   int threads = 2;
   std::string csv_path;  // empty: no CSV
   bool show_progress = false;

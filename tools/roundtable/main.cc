@@ -46,8 +46,7 @@ ABSL_FLAG(std::vector<std::string>, mappings,
           std::vector<std::string>({"round", "linear-slack", "linear-litwin",
                                     "jump"}),
           "experiment balance: the mappings to measure");
-ABSL_FLAG(int, threads, 0,
-          "worker threads for experiments (0: one per core)");
+ABSL_FLAG(int, threads, 0, "worker threads for experiments (0: one per core)");
 ABSL_FLAG(std::string, csv, "", "experiment balance: also write CSV here");
 
 namespace roundtable::cli {
@@ -94,7 +93,8 @@ int Map() {
   if (!s0.ok()) return Fail("map", s0.status());
   if (s0->size() > 1) return Fail("map", "--s0 takes one value");
   if (!s0->empty()) options.s0 = s0->front();
-  if (!absl::GetFlag(FLAGS_buckets)) return Fail("map", "--buckets is required");
+  if (!absl::GetFlag(FLAGS_buckets))
+    return Fail("map", "--buckets is required");
   options.buckets = *absl::GetFlag(FLAGS_buckets);
   options.grow = absl::GetFlag(FLAGS_grow);
   options.shrink = absl::GetFlag(FLAGS_shrink);

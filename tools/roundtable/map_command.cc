@@ -52,8 +52,8 @@ absl::Status RunMap(const MapOptions& options, std::istream& in,
     return absl::InvalidArgumentError(
         "give at most one of --grow and --shrink");
   }
-  auto made = mapping::MakeMapping(options.mapping, options.s0,
-                                   options.buckets);
+  auto made =
+      mapping::MakeMapping(options.mapping, options.s0, options.buckets);
   if (!made.ok()) return made.status();
   mapping::BucketMapping& map = **made;
 
@@ -64,9 +64,9 @@ absl::Status RunMap(const MapOptions& options, std::istream& in,
         " steps from ", map.num_buckets(), ")"));
   }
   if (options.grow > map.max_buckets() - map.num_buckets()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--grow=", options.grow, " would pass the maximum of ",
-        map.max_buckets(), " buckets"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--grow=", options.grow, " would pass the maximum of ",
+                     map.max_buckets(), " buckets"));
   }
   if (options.grow > 0 || options.shrink > 0) {
     const bool grow = options.grow > 0;

@@ -152,9 +152,16 @@ TEST_P(MappingContractTest, ShrinkStopsAtTheMinimum) {
 std::vector<Case> Cases() {
   std::vector<Case> cases;
   for (const std::string& name : MappingNames()) {
-    for (const auto& [s0, m] : std::vector<std::pair<uint64_t, uint64_t>>{
-             {1, 1}, {1, 5}, {3, 3}, {3, 32}, {4, 100}, {5, 123}, {32, 32},
-             {32, 200}, {64, 300}}) {
+    for (const auto& [s0, m] :
+         std::vector<std::pair<uint64_t, uint64_t>>{{1, 1},
+                                                    {1, 5},
+                                                    {3, 3},
+                                                    {3, 32},
+                                                    {4, 100},
+                                                    {5, 123},
+                                                    {32, 32},
+                                                    {32, 200},
+                                                    {64, 300}}) {
       cases.push_back({name, s0, m});
     }
   }
@@ -179,6 +186,21 @@ TEST(MakeMappingTest, RejectsUnknownNamesAndBadShapes) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(MakeMapping("linear-slack", 11, 10).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(MakeMappingTest, ChangesTooLongToListAreRefusedAndChangeNothing) {
+  for (const std::string name : {"jump", "modulo"}) {
+    auto made = MakeMapping(name, 1, kMaxListedBuckets + 2);
+    ASSERT_TRUE(made.ok());
+    BucketMapping& map = **made;
+    EXPECT_EQ(map.NewBucket().status().code(),
+              absl::StatusCode::kResourceExhausted)
+        << name;
+    EXPECT_EQ(map.FreeBucket().status().code(),
+              absl::StatusCode::kResourceExhausted)
+        << name;
+    EXPECT_EQ(map.num_buckets(), kMaxListedBuckets + 2) << name;
+  }
 }
 
 TEST(JumpHashTest, MovesAboutOneOverMPlusOneToTheNewBucket) {
