@@ -2,23 +2,32 @@
 # Reproduces the round-hashing paper's Figure 2 on this machine: ns per lookup
 # against bucket count for every mapping, from bench/mapping_bench.
 #
-#   tools/figure2.sh [OUT_DIR]     (default docs/figures)
+#   tools/figure2.sh [--reuse] [OUT_DIR]     (default docs/figures)
 #
-# Writes OUT_DIR/figure2.csv (Google Benchmark's CSV, medians of 5
+# --reuse redraws the plot and the table from an existing OUT_DIR/figure2.csv
+# without running the benchmark.
+#
+# Writes OUT_DIR/figure2.csv (Google Benchmark's CSV, with the median of 5
 # repetitions), OUT_DIR/figure2.png (gnuplot), and prints a Markdown table and
 # the two figures the project checks: round-mapping's slowest / fastest median
 # over 2^4 .. 2^30 buckets, and jump / round at 2^20.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+reuse=0
+if [ "${1:-}" = "--reuse" ]; then reuse=1; shift; fi
 out=${1:-$top/docs/figures}
 mkdir -p "$out"
 "$top/tools/setup.sh" gnuplot-nox
-"$top/tools/build.sh" build >/dev/null
-
 csv="$out/figure2.csv"
+if [ "$reuse" -eq 0 ]; then
+"$top/tools/build.sh" build >/dev/null
+# Random interleaving spreads the repetitions of every point over the whole
+# run, so that drift of a shared machine's speed does not bend the curves.
 "$top/build/bench/mapping_bench" --benchmark_repetitions=5 \
+  --benchmark_enable_random_interleaving=true \
   --benchmark_report_aggregates_only=true --benchmark_min_time=0.1 \
   --benchmark_out="$csv" --benchmark_out_format=csv >/dev/null
+fi
 
 dat=$(mktemp)
 trap 'rm -f "$dat"' EXIT
@@ -31,7 +40,7 @@ awk -F, '/_median"/ {
   else if (part[1] == "BM_Mapping_HashThenRound") print "xxh3+round", part[2], ns
   else if (part[1] == "BM_Hash_Xxh3") print "xxh3-alone", 0, ns
   else if (part[1] == "BM_Sum") print "sum-alone", 0, ns
-}' "$csv" > "$dat"
+}' "$csv" | sort -k1,1 -k2,2n > "$dat"
 
 schemes="round jump linear-slack linear-litwin modulo xxh3+round"
 if command -v gnuplot >/dev/null; then
@@ -62,15 +71,15 @@ fi
 echo
 printf '| m |'; for s in $schemes; do printf ' %s |' "$s"; done; echo
 printf '|---|'; for s in $schemes; do printf -- '---|'; done; echo
-for m in $(awk '$1 == "round" {print $2}' "$dat"); do
+for m in $(awk '$1 == "round" {print $2}' "$dat" | sort -n); do
   printf '| %s |' "$m"
   for s in $schemes; do
     awk -v s="$s" -v m="$m" '$1 == s && $2 == m {printf " %.2f |", $3}' "$dat"
   done
   echo
 done
-awk '$1 == "xxh3-alone" {printf "\nxxh3 alone: %.2f ns", $3}
-     $1 == "sum-alone" {printf "; loop with no mapping: %.2f ns\n", $3}' "$dat"
+awk '$1 == "xxh3-alone" {x = $3} $1 == "sum-alone" {l = $3}
+     END {printf "\nxxh3 alone: %.2f ns; loop with no mapping: %.2f ns\n", x, l}' "$dat"
 awk '$1 == "round" { if (min == "" || $3 < min) min = $3; if ($3 > max) max = $3 }
      $1 == "round" && $2 == 1048576 { r = $3 }
      $1 == "jump" && $2 == 1048576 { j = $3 }
