@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/engine/mapping/reference_round_mapping.h"
 
 namespace roundtable::mapping {
 namespace {
@@ -348,50 +349,20 @@ TEST(RoundMappingTest, AgreesWithLiteralSimulationOfThePaper) {
 }
 
 // ---------------------------------------------------------------------------
-// Independent implementation 2: the notes' formula (section 1.2), with the
-// division it uses and 128-bit products, for any s0 and m up to 2^64 - 1.
-
-uint64_t NotesFindBucket(uint64_t s0, uint64_t m, uint64_t h) {
-  uint64_t groups = 1;
-  while (groups <= m / s0 / 2) groups *= 2;
-  const uint64_t s = m / groups;
-  const uint64_t k = m % groups;
-  const u128 two64 = static_cast<u128>(1) << 64;
-  const u128 a = static_cast<u128>(h) * (s + 1) * groups / two64;
-  uint64_t g, p;
-  if (a < static_cast<u128>(k) * (s + 1)) {
-    g = static_cast<uint64_t>(a / (s + 1));
-    p = static_cast<uint64_t>(a % (s + 1));
-  } else {
-    const u128 idx = static_cast<u128>(h) * s * groups / two64;
-    g = static_cast<uint64_t>(idx / s);
-    p = static_cast<uint64_t>(idx % s);
-  }
-  if (p >= s0) return p * groups + g;
-  if (g == 0) return p;
-  return static_cast<uint64_t>((static_cast<u128>(s0 + p) * groups + g) >>
-                               (__builtin_ctzll(g) + 1));
-}
-
-// A random 64-bit value with a log-uniform number of significant bits, so that
-// small and huge values are both common.
-uint64_t LogUniform(std::mt19937_64& rng) {
-  const int bits = 1 + static_cast<int>(rng() % 64);
-  return rng() >> (64 - bits);
-}
+// Independent implementation 2: the notes' formula (reference_round_mapping.h).
 
 TEST(RoundMappingTest, AgreesWithNotesFormulaOnRandomStates) {
   const uint64_t seed = 0x5eed0001;
   std::mt19937_64 rng(seed);
   for (int trial = 0; trial < 50000; ++trial) {
-    uint64_t s0 = std::max<uint64_t>(1, LogUniform(rng));
-    uint64_t m = std::max<uint64_t>(1, LogUniform(rng));
+    uint64_t s0 = std::max<uint64_t>(1, testing_support::LogUniform(rng));
+    uint64_t m = std::max<uint64_t>(1, testing_support::LogUniform(rng));
     if (s0 > m) std::swap(s0, m);
     const RoundMapping map = Make(s0, m);
     for (int i = 0; i < 8; ++i) {
       const uint64_t h = i == 0 ? ~uint64_t{0} : rng();
       const uint64_t b = map.FindBucket(h);
-      ASSERT_EQ(b, NotesFindBucket(s0, m, h))
+      ASSERT_EQ(b, testing_support::ReferenceFindBucket(s0, m, h))
           << "seed " << seed << " trial " << trial << " s0=" << s0 << " m=" << m
           << " h=" << h;
       ASSERT_LT(b, m);
@@ -529,7 +500,8 @@ TEST(RoundMappingTest, HugeBucketCountsStayInRange) {
       for (int i = 0; i < 1000; ++i) {
         const uint64_t h = rng();
         ASSERT_LT(map.FindBucket(h), m);
-        ASSERT_EQ(map.FindBucket(h), NotesFindBucket(s0, m, h));
+        ASSERT_EQ(map.FindBucket(h),
+                  testing_support::ReferenceFindBucket(s0, m, h));
       }
       if (RoundState(s0, m).step() > kMaxListedBuckets) {
         // Too many buckets to list: refused, and nothing changes.
