@@ -17,6 +17,15 @@ absl::StatusOr<std::unique_ptr<BucketMapping>> Boxed(absl::StatusOr<T> made) {
 
 }  // namespace
 
+absl::Status CheckListable(std::string_view scheme, uint64_t sources) {
+  if (sources > kMaxListedBuckets) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(std::string(scheme), ": this step would list ", sources,
+                     " buckets, more than the limit of ", kMaxListedBuckets));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<std::string> MappingNames() {
   return {"round", "jump", "linear-slack", "linear-litwin", "modulo"};
 }

@@ -45,6 +45,10 @@ struct BucketChange {
 // than allocating without bound.
 inline constexpr uint64_t kMaxListedBuckets = uint64_t{1} << 26;
 
+// OK unless a change with `sources` buckets would pass kMaxListedBuckets;
+// then ResourceExhausted naming the scheme.
+absl::Status CheckListable(std::string_view scheme, uint64_t sources);
+
 // How keys move when a bucket is added, used by the tests and the docs to
 // state each scheme's promise.
 enum class MoveRule {

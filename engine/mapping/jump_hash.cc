@@ -3,7 +3,6 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "engine/mapping/round_mapping.h"
 
 namespace roundtable::mapping {
 namespace {

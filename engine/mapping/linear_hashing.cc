@@ -20,14 +20,13 @@ class KeyStream {
  public:
   explicit KeyStream(uint64_t key) : state_(Mix(key)) {}
 
-  // The next output's top 53 bits as a double in (0, 1].
-  double NextUnit() {
-    state_ = state_ * 6364136223846793005ULL + 1442695040888963407ULL;
-    return static_cast<double>((state_ >> 11) + 1) * 0x1.0p-53;
-  }
   uint64_t Next() {
     state_ = state_ * 6364136223846793005ULL + 1442695040888963407ULL;
     return state_;
+  }
+  // The next output's top 53 bits as a double in (0, 1].
+  double NextUnit() {
+    return static_cast<double>((Next() >> 11) + 1) * 0x1.0p-53;
   }
 
  private:

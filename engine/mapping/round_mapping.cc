@@ -63,15 +63,6 @@ BucketChange RoundMapping::GroupChange(const RoundState& state) {
   return change;
 }
 
-absl::Status CheckListable(std::string_view scheme, uint64_t sources) {
-  if (sources > kMaxListedBuckets) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(std::string(scheme), ": this step would list ", sources,
-                     " buckets, more than the limit of ", kMaxListedBuckets));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<BucketChange> StepRoundState(
     std::string_view scheme, bool grow, uint64_t max_buckets, RoundState& state,
     BucketChange (*change_of)(const RoundState&)) {

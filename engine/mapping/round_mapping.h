@@ -102,9 +102,6 @@ class RoundState {
 absl::Status CheckRoundShape(std::string_view scheme, uint64_t s0, uint64_t m,
                              uint64_t max_buckets);
 
-// OK unless a change with `sources` buckets would pass kMaxListedBuckets.
-absl::Status CheckListable(std::string_view scheme, uint64_t sources);
-
 // One NewBucket or FreeBucket step over a RoundState, shared by the schemes of
 // that shape (round-mapping and slack linear hashing). `change_of(state)`
 // names the buckets of group state.converted() and the new bucket

@@ -90,9 +90,8 @@ std::vector<uint64_t> CountEvenlySpaced(
   if (progress) {
     // The calling thread reports while the workers count; it counts the
     // first share itself only after the others have started.
-    std::thread reporter;
     std::atomic<bool> finished{false};
-    reporter = std::thread([&] {
+    std::thread reporter([&] {
       while (!finished.load()) {
         progress(static_cast<double>(done.load()) / values);
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
