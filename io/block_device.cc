@@ -1,0 +1,240 @@
+#include "io/block_device.h"
+
+#include <liburing.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "io/memory_device.h"
+#include "io/posix_device.h"
+#include "io/status_macros.h"
+#include "io/uring_device.h"
+
+namespace roundtable::io {
+namespace {
+
+// Measures the time a public call spends in the backend.
+class WaitTimer {
+ public:
+  explicit WaitTimer(IoLedger& ledger)
+      : ledger_(ledger), start_(std::chrono::steady_clock::now()) {}
+  ~WaitTimer() {
+    ledger_.CountWait(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now() - start_)
+                          .count());
+  }
+
+ private:
+  IoLedger& ledger_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
+void IoLedger::CountRead(uint64_t blocks, uint64_t bytes) {
+  blocks_read_ += blocks;
+  bytes_read_ += bytes;
+  ++read_ops_;
+}
+
+void IoLedger::CountWrite(uint64_t blocks, uint64_t bytes) {
+  blocks_written_ += blocks;
+  bytes_written_ += bytes;
+  ++write_ops_;
+}
+
+IoStats IoLedger::Snapshot() const {
+  IoStats s;
+  s.blocks_read = blocks_read_;
+  s.bytes_read = bytes_read_;
+  s.blocks_written = blocks_written_;
+  s.bytes_written = bytes_written_;
+  s.read_ops = read_ops_;
+  s.write_ops = write_ops_;
+  s.submissions = submissions_;
+  s.syncs = syncs_;
+  s.wait_ns = wait_ns_;
+  return s;
+}
+
+absl::Status BlockDevice::CheckTransfer(const char* op, uint64_t block,
+                                        const void* data, size_t size) const {
+  const Capabilities& caps = capabilities();
+  const uint64_t offset = block * caps.block_size;
+  auto describe = [&] {
+    return absl::StrCat(op, " ", path_, " offset ", offset, " length ", size);
+  };
+  if (size == 0 || size % caps.block_size != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        describe(), ": length is not a positive multiple of the block size ",
+        caps.block_size));
+  }
+  if (caps.buffer_alignment > 1 &&
+      (reinterpret_cast<uintptr_t>(data) % caps.buffer_alignment != 0 ||
+       size % caps.buffer_alignment != 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(describe(), ": direct I/O needs buffers aligned to ",
+                     caps.buffer_alignment, " bytes"));
+  }
+  const uint64_t blocks = size / caps.block_size;
+  const uint64_t end = num_blocks();
+  if (block >= end || blocks > end - block) {
+    return absl::OutOfRangeError(absl::StrCat(
+        describe(), ": past the end of the device (", end, " blocks)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BlockDevice::Read(uint64_t block, std::span<std::byte> buffer) {
+  RT_RETURN_IF_ERROR(
+      CheckTransfer("read", block, buffer.data(), buffer.size()));
+  WaitTimer timer(ledger_);
+  RT_RETURN_IF_ERROR(DoRead(block, buffer));
+  ledger_.CountRead(buffer.size() / block_size(), buffer.size());
+  return absl::OkStatus();
+}
+
+absl::Status BlockDevice::Write(uint64_t block,
+                                std::span<const std::byte> buffer) {
+  RT_RETURN_IF_ERROR(
+      CheckTransfer("write", block, buffer.data(), buffer.size()));
+  WaitTimer timer(ledger_);
+  RT_RETURN_IF_ERROR(DoWrite(block, buffer));
+  ledger_.CountWrite(buffer.size() / block_size(), buffer.size());
+  return absl::OkStatus();
+}
+
+absl::Status BlockDevice::ReadBatch(std::span<const ReadRequest> requests) {
+  for (const ReadRequest& r : requests) {
+    RT_RETURN_IF_ERROR(
+        CheckTransfer("read", r.block, r.buffer.data(), r.buffer.size()));
+  }
+  if (requests.empty()) return absl::OkStatus();
+  WaitTimer timer(ledger_);
+  RT_RETURN_IF_ERROR(DoReadBatch(requests));
+  for (const ReadRequest& r : requests) {
+    ledger_.CountRead(r.buffer.size() / block_size(), r.buffer.size());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BlockDevice::WriteBatch(std::span<const WriteRequest> requests) {
+  for (const WriteRequest& r : requests) {
+    RT_RETURN_IF_ERROR(
+        CheckTransfer("write", r.block, r.buffer.data(), r.buffer.size()));
+  }
+  if (requests.empty()) return absl::OkStatus();
+  WaitTimer timer(ledger_);
+  RT_RETURN_IF_ERROR(DoWriteBatch(requests));
+  for (const WriteRequest& r : requests) {
+    ledger_.CountWrite(r.buffer.size() / block_size(), r.buffer.size());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BlockDevice::Sync() {
+  WaitTimer timer(ledger_);
+  RT_RETURN_IF_ERROR(DoSync());
+  ledger_.CountSync();
+  return absl::OkStatus();
+}
+
+absl::Status BlockDevice::Resize(uint64_t num_blocks) {
+  WaitTimer timer(ledger_);
+  return DoResize(num_blocks);
+}
+
+absl::Status BlockDevice::DoReadBatch(std::span<const ReadRequest> requests) {
+  for (const ReadRequest& r : requests) {
+    RT_RETURN_IF_ERROR(DoRead(r.block, r.buffer));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BlockDevice::DoWriteBatch(std::span<const WriteRequest> requests) {
+  for (const WriteRequest& r : requests) {
+    RT_RETURN_IF_ERROR(DoWrite(r.block, r.buffer));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Backend> ParseBackend(std::string_view name) {
+  if (name == "auto") return Backend::kAuto;
+  if (name == "uring" || name == "io_uring") return Backend::kUring;
+  if (name == "posix") return Backend::kPosix;
+  if (name == "memory") return Backend::kMemory;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown backend '", std::string(name),
+                   "'; expected auto, uring, posix or memory"));
+}
+
+bool UringAvailable(std::string* why) {
+  const char* env = std::getenv("ROUNDTABLE_IO_URING");
+  if (env != nullptr && std::string_view(env) == "off") {
+    if (why) *why = "ROUNDTABLE_IO_URING=off";
+    return false;
+  }
+  struct io_uring ring;
+  const int rc = io_uring_queue_init(2, &ring, 0);
+  if (rc < 0) {
+    if (why) *why = absl::StrCat("io_uring_queue_init: ", std::strerror(-rc));
+    return false;
+  }
+  io_uring_queue_exit(&ring);
+  return true;
+}
+
+absl::StatusOr<std::unique_ptr<BlockDevice>> OpenBlockDevice(
+    const std::string& path, const DeviceOptions& options) {
+  const uint32_t bs = options.block_size;
+  if (bs < 512 || bs > 65536 || (bs & (bs - 1)) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "block size ", bs, " is not a power of two from 512 to 65536"));
+  }
+  if (options.queue_depth < 1 || options.queue_depth > 4096) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "queue depth ", options.queue_depth, " is outside [1, 4096]"));
+  }
+  switch (options.backend) {
+    case Backend::kMemory:
+      return NewMemoryDevice(bs);
+    case Backend::kPosix:
+      return OpenPosixDevice(path, options);
+    case Backend::kUring: {
+      std::string why;
+      if (!UringAvailable(&why)) {
+        return absl::UnavailableError(
+            absl::StrCat("io_uring is not available here (", why, ")"));
+      }
+      return OpenUringDevice(path, options);
+    }
+    case Backend::kAuto: {
+      std::string why;
+      if (UringAvailable(&why)) return OpenUringDevice(path, options);
+      static std::once_flag notice;
+      std::call_once(notice, [&why] {
+        std::fprintf(stderr,
+                     "roundtable: io_uring unavailable (%s); using POSIX I/O\n",
+                     why.c_str());
+      });
+      return OpenPosixDevice(path, options);
+    }
+  }
+  return absl::InvalidArgumentError("unknown backend");
+}
+
+AlignedBuffer::AlignedBuffer(size_t size, size_t alignment) : size_(size) {
+  const size_t rounded = (size + alignment - 1) / alignment * alignment;
+  void* p = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
+  if (p == nullptr) std::abort();
+  std::memset(p, 0, rounded == 0 ? alignment : rounded);
+  data_.reset(static_cast<std::byte*>(p));
+}
+
+void AlignedBuffer::Free::operator()(std::byte* p) const { std::free(p); }
+
+}  // namespace roundtable::io

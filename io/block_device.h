@@ -1,0 +1,201 @@
+// BlockDevice: the one interface through which roundtable reads and writes
+// bytes. A device is an array of fixed-size blocks numbered from 0; every
+// transfer is whole blocks. Backends: io_uring, POSIX, memory, and a
+// fault-injection wrapper over any of them (docs/io.md).
+//
+// Thread-safety: every method of every backend may be called from any number
+// of threads at once; each call is atomic with respect to the ledger, and
+// concurrent transfers to the same block leave one of the writers' bytes.
+#ifndef ROUNDTABLE_IO_BLOCK_DEVICE_H_
+#define ROUNDTABLE_IO_BLOCK_DEVICE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace roundtable::io {
+
+// What a device is and can do.
+struct Capabilities {
+  std::string backend;      // "uring", "posix", "memory", "fault(<inner>)"
+  uint32_t block_size = 0;  // bytes; a power of two from 512 to 65536
+  bool direct_io = false;   // O_DIRECT: buffers must be aligned (below)
+  bool parallel_batches = false;  // a batch's transfers run concurrently
+  // Buffers and their lengths must be multiples of this (1 when any buffer
+  // works). For direct I/O it is min(block_size, 4096).
+  size_t buffer_alignment = 1;
+};
+
+// The physical ledger: what a device did, counted as it happened. Counters
+// only grow; Snapshot() reads them all.
+struct IoStats {
+  uint64_t blocks_read = 0;
+  uint64_t bytes_read = 0;
+  uint64_t blocks_written = 0;
+  uint64_t bytes_written = 0;
+  uint64_t read_ops = 0;     // Read calls plus requests of ReadBatch calls
+  uint64_t write_ops = 0;    // Write calls plus requests of WriteBatch calls
+  uint64_t submissions = 0;  // system calls that started transfers (0 for
+                             // memory)
+  uint64_t syncs = 0;
+  uint64_t wait_ns = 0;  // time spent waiting for transfers and syncs
+};
+
+// Thread-safe counters behind IoStats.
+class IoLedger {
+ public:
+  // One read or write operation of `bytes` bytes (`blocks` blocks).
+  void CountRead(uint64_t blocks, uint64_t bytes);
+  void CountWrite(uint64_t blocks, uint64_t bytes);
+  void CountSubmission(uint64_t n = 1) { submissions_ += n; }
+  void CountSync() { ++syncs_; }
+  void CountWait(uint64_t ns) { wait_ns_ += ns; }
+  IoStats Snapshot() const;
+
+ private:
+  std::atomic<uint64_t> blocks_read_{0}, bytes_read_{0}, blocks_written_{0},
+      bytes_written_{0}, read_ops_{0}, write_ops_{0}, submissions_{0},
+      syncs_{0}, wait_ns_{0};
+};
+
+// One transfer of a batch: `buffer.size()` bytes (a whole number of blocks)
+// starting at block `block`.
+struct ReadRequest {
+  uint64_t block = 0;
+  std::span<std::byte> buffer;
+};
+struct WriteRequest {
+  uint64_t block = 0;
+  std::span<const std::byte> buffer;
+};
+
+// The contract every backend keeps:
+//
+// - All or error: a transfer moves every byte asked for or returns an error.
+//   Short reads and writes are resubmitted for the rest; EINTR and EAGAIN are
+//   retried. An error names the operation, path, offset and length.
+// - Shape: a buffer's length is a positive whole number of blocks, and with
+//   direct I/O its address and length are multiples of
+//   capabilities().buffer_alignment; anything else is InvalidArgument and
+//   nothing is transferred. A transfer reaching past num_blocks() is
+//   OutOfRange (reads and writes alike: a device grows only by Resize).
+// - Buffers are borrowed for the duration of the call and never kept.
+// - Batches: every request of a batch is carried out (in any order, possibly
+//   at once) before the call returns; on error the first error is returned
+//   and the other requests may or may not have happened. Requests of one
+//   WriteBatch must not overlap.
+// - Sync: when it returns OK, every write that completed before the call is
+//   durable (survives power loss), and so is the current size. Writes not
+//   covered by a successful Sync may be lost, torn at sector (512-byte)
+//   granularity, or kept, in any combination. After a failed Sync the device
+//   promises nothing about unsynced data (retrying does not help).
+// - Resize: grows with zero blocks or truncates at the end.
+class BlockDevice {
+ public:
+  virtual ~BlockDevice() = default;
+
+  virtual const Capabilities& capabilities() const = 0;
+  uint32_t block_size() const { return capabilities().block_size; }
+  const std::string& path() const { return path_; }
+  virtual uint64_t num_blocks() const = 0;
+
+  // One contiguous transfer starting at `block`.
+  absl::Status Read(uint64_t block, std::span<std::byte> buffer);
+  absl::Status Write(uint64_t block, std::span<const std::byte> buffer);
+
+  // Many transfers in one submission where the backend can (io_uring); the
+  // others carry them out one after the other.
+  absl::Status ReadBatch(std::span<const ReadRequest> requests);
+  absl::Status WriteBatch(std::span<const WriteRequest> requests);
+
+  absl::Status Sync();
+  absl::Status Resize(uint64_t num_blocks);
+
+  // The physical ledger. Blocks, bytes and operations count successful
+  // transfers; wait_ns is the time spent inside the calls above.
+  IoStats stats() const { return ledger_.Snapshot(); }
+
+ protected:
+  explicit BlockDevice(std::string path) : path_(std::move(path)) {}
+
+  // The backends' part. The public calls have already checked the shape of
+  // every request and will count what succeeds; DoReadBatch and DoWriteBatch
+  // default to one DoRead or DoWrite after the other.
+  virtual absl::Status DoRead(uint64_t block, std::span<std::byte> buffer) = 0;
+  virtual absl::Status DoWrite(uint64_t block,
+                               std::span<const std::byte> buffer) = 0;
+  virtual absl::Status DoReadBatch(std::span<const ReadRequest> requests);
+  virtual absl::Status DoWriteBatch(std::span<const WriteRequest> requests);
+  virtual absl::Status DoSync() = 0;
+  virtual absl::Status DoResize(uint64_t num_blocks) = 0;
+
+  // InvalidArgument or OutOfRange per the contract above, naming `op`, the
+  // path, the offset and the length.
+  absl::Status CheckTransfer(const char* op, uint64_t block, const void* data,
+                             size_t size) const;
+
+  IoLedger& ledger() { return ledger_; }
+
+ private:
+  std::string path_;
+  IoLedger ledger_;
+};
+
+enum class Backend { kAuto, kUring, kPosix, kMemory };
+
+// "auto", "uring", "posix", "memory"; InvalidArgument otherwise.
+absl::StatusOr<Backend> ParseBackend(std::string_view name);
+
+struct DeviceOptions {
+  Backend backend = Backend::kAuto;
+  uint32_t block_size = 4096;
+  bool direct_io = false;
+  uint32_t queue_depth = 32;  // io_uring entries; also the largest batch
+                              // in flight at once
+  bool create_if_missing = true;
+};
+
+// Opens (creating if asked) the block device at `path`; the memory backend
+// ignores the path. kAuto picks io_uring where a ring can be created and POSIX
+// otherwise, printing a one-line notice on standard error the first time it
+// falls back. Setting the environment variable ROUNDTABLE_IO_URING=off makes
+// the probe fail, so that kAuto takes POSIX and kUring is refused.
+// InvalidArgument for a bad block size or queue depth; the backend's error
+// (with the path) when the file cannot be opened.
+absl::StatusOr<std::unique_ptr<BlockDevice>> OpenBlockDevice(
+    const std::string& path, const DeviceOptions& options);
+
+// Whether an io_uring ring can be created here (and ROUNDTABLE_IO_URING is
+// not "off"). On failure `why` (if given) says what refused it.
+bool UringAvailable(std::string* why = nullptr);
+
+// A heap buffer aligned for direct I/O, zero-filled.
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  AlignedBuffer(size_t size, size_t alignment = 4096);
+  std::byte* data() { return data_.get(); }
+  const std::byte* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+  std::span<std::byte> span() { return {data(), size_}; }
+  std::span<const std::byte> span() const { return {data(), size_}; }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const;
+  };
+  std::unique_ptr<std::byte, Free> data_;
+  size_t size_ = 0;
+};
+
+}  // namespace roundtable::io
+
+#endif  // ROUNDTABLE_IO_BLOCK_DEVICE_H_

@@ -1,0 +1,359 @@
+// The BlockDevice contract (io/block_device.h), run against every backend:
+// memory, POSIX and io_uring (buffered and direct), and the fault-injection
+// wrapper. io_uring cases skip where no ring can be created; direct cases
+// skip where the file system refuses O_DIRECT.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "io/block_device.h"
+#include "io/fault_injection_device.h"
+#include "io/memory_device.h"
+
+namespace roundtable::io {
+namespace {
+
+constexpr uint32_t kBlock = 4096;
+
+struct BackendCase {
+  std::string name;
+  Backend backend;
+  bool direct;
+  bool fault_wrapper;
+};
+
+void PrintTo(const BackendCase& c, std::ostream* os) { *os << c.name; }
+
+std::string TempPath(const std::string& tag) {
+  static int counter = 0;
+  return testing::TempDir() + "/rt_io_" + tag + "_" + std::to_string(getpid()) +
+         "_" + std::to_string(counter++);
+}
+
+class BlockDeviceContractTest : public testing::TestWithParam<BackendCase> {
+ protected:
+  void SetUp() override {
+    const BackendCase& c = GetParam();
+    if (c.backend == Backend::kUring) {
+      std::string why;
+      if (!UringAvailable(&why)) GTEST_SKIP() << "no io_uring here: " << why;
+    }
+    path_ = TempPath(c.name);
+    auto device = Open();
+    if (!device.ok() && c.direct &&
+        device.status().code() == absl::StatusCode::kInvalidArgument) {
+      GTEST_SKIP() << "O_DIRECT refused here: " << device.status();
+    }
+    ASSERT_TRUE(device.ok()) << device.status();
+    device_ = *std::move(device);
+  }
+
+  void TearDown() override {
+    device_.reset();
+    if (!path_.empty()) unlink(path_.c_str());
+  }
+
+  absl::StatusOr<std::unique_ptr<BlockDevice>> Open(uint32_t queue_depth = 8) {
+    const BackendCase& c = GetParam();
+    DeviceOptions options;
+    options.backend = c.backend;
+    options.block_size = kBlock;
+    options.direct_io = c.direct;
+    options.queue_depth = queue_depth;
+    auto device = OpenBlockDevice(path_, options);
+    if (!device.ok() || !c.fault_wrapper) return device;
+    return std::unique_ptr<BlockDevice>(
+        std::make_unique<FaultInjectionDevice>(*std::move(device)));
+  }
+
+  bool persistent() const { return GetParam().backend != Backend::kMemory; }
+
+  // A buffer of `blocks` blocks whose every byte derives from (block, seed).
+  static AlignedBuffer Pattern(uint64_t first_block, size_t blocks,
+                               uint64_t seed) {
+    AlignedBuffer buffer(blocks * kBlock);
+    for (size_t i = 0; i < buffer.size(); ++i) {
+      const uint64_t block = first_block + i / kBlock;
+      buffer.data()[i] = static_cast<std::byte>(
+          (block * 131 + seed * 31 + (i % kBlock) * 7) & 0xff);
+    }
+    return buffer;
+  }
+
+  static bool Same(const AlignedBuffer& a, const AlignedBuffer& b) {
+    return a.size() == b.size() &&
+           std::memcmp(a.data(), b.data(), a.size()) == 0;
+  }
+
+  std::string path_;
+  std::unique_ptr<BlockDevice> device_;
+};
+
+TEST_P(BlockDeviceContractTest, StartsEmptyAndReportsItsShape) {
+  EXPECT_EQ(device_->num_blocks(), 0u);
+  EXPECT_EQ(device_->block_size(), kBlock);
+  EXPECT_EQ(device_->capabilities().direct_io, GetParam().direct);
+  if (GetParam().direct) {
+    EXPECT_EQ(device_->capabilities().buffer_alignment, 4096u);
+  }
+}
+
+TEST_P(BlockDeviceContractTest, ReadsWhatWasWritten) {
+  ASSERT_TRUE(device_->Resize(16).ok());
+  const AlignedBuffer one = Pattern(3, 1, 1);
+  ASSERT_TRUE(device_->Write(3, one.span()).ok());
+  const AlignedBuffer run = Pattern(8, 5, 2);
+  ASSERT_TRUE(device_->Write(8, run.span()).ok());
+
+  AlignedBuffer got(kBlock);
+  ASSERT_TRUE(device_->Read(3, got.span()).ok());
+  EXPECT_TRUE(Same(got, one));
+  AlignedBuffer got_run(5 * kBlock);
+  ASSERT_TRUE(device_->Read(8, got_run.span()).ok());
+  EXPECT_TRUE(Same(got_run, run));
+  // A block never written reads as zeros.
+  AlignedBuffer zeros(kBlock), fresh(kBlock);
+  ASSERT_TRUE(device_->Read(0, fresh.span()).ok());
+  EXPECT_TRUE(Same(fresh, zeros));
+}
+
+TEST_P(BlockDeviceContractTest, BatchesInAnyOrder) {
+  const size_t n = 100;  // more than the queue depth of 8
+  ASSERT_TRUE(device_->Resize(n).ok());
+  std::vector<uint64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(7);
+  std::shuffle(order.begin(), order.end(), rng);
+
+  std::vector<AlignedBuffer> data;
+  std::vector<WriteRequest> writes;
+  for (const uint64_t b : order) data.push_back(Pattern(b, 1, 9));
+  for (size_t i = 0; i < n; ++i) writes.push_back({order[i], data[i].span()});
+  ASSERT_TRUE(device_->WriteBatch(writes).ok());
+
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<AlignedBuffer> got;
+  std::vector<ReadRequest> reads;
+  for (size_t i = 0; i < n; ++i) got.emplace_back(kBlock);
+  for (size_t i = 0; i < n; ++i) reads.push_back({order[i], got[i].span()});
+  ASSERT_TRUE(device_->ReadBatch(reads).ok());
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(Same(got[i], Pattern(order[i], 1, 9))) << "block " << order[i];
+  }
+}
+
+TEST_P(BlockDeviceContractTest, TransfersPastTheEndAreOutOfRange) {
+  ASSERT_TRUE(device_->Resize(4).ok());
+  AlignedBuffer buffer(2 * kBlock);
+  EXPECT_EQ(device_->Read(4, buffer.span().first(kBlock)).code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(device_->Read(3, buffer.span()).code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(device_->Write(4, buffer.span().first(kBlock)).code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(device_->Write(~uint64_t{0}, buffer.span().first(kBlock)).code(),
+            absl::StatusCode::kOutOfRange);
+  std::vector<ReadRequest> reads = {{0, buffer.span().first(kBlock)},
+                                    {9, buffer.span().last(kBlock)}};
+  EXPECT_EQ(device_->ReadBatch(reads).code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(device_->num_blocks(), 4u);
+  EXPECT_EQ(device_->stats().blocks_written, 0u);
+  // The message names the operation, the offset and the length.
+  const absl::Status s = device_->Read(4, buffer.span().first(kBlock));
+  EXPECT_NE(s.message().find("offset 16384 length 4096"), std::string::npos)
+      << s;
+}
+
+TEST_P(BlockDeviceContractTest, BadShapesAreInvalidArgument) {
+  ASSERT_TRUE(device_->Resize(4).ok());
+  AlignedBuffer buffer(2 * kBlock);
+  EXPECT_EQ(device_->Read(0, buffer.span().first(0)).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(device_->Write(0, buffer.span().first(kBlock - 1)).code(),
+            absl::StatusCode::kInvalidArgument);
+  if (GetParam().direct) {
+    // Misaligned buffer address for direct I/O.
+    EXPECT_EQ(device_->Read(0, buffer.span().subspan(512, kBlock)).code(),
+              absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(device_->Write(0, buffer.span().subspan(8, kBlock)).code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(device_->stats().write_ops, 0u);
+}
+
+TEST_P(BlockDeviceContractTest, GrowAndTruncate) {
+  ASSERT_TRUE(device_->Resize(10).ok());
+  EXPECT_EQ(device_->num_blocks(), 10u);
+  const AlignedBuffer data = Pattern(9, 1, 3);
+  ASSERT_TRUE(device_->Write(9, data.span()).ok());
+  ASSERT_TRUE(device_->Resize(5).ok());
+  EXPECT_EQ(device_->num_blocks(), 5u);
+  AlignedBuffer got(kBlock);
+  EXPECT_EQ(device_->Read(9, got.span()).code(), absl::StatusCode::kOutOfRange);
+  // Growing again brings zero blocks, not the old bytes.
+  ASSERT_TRUE(device_->Resize(10).ok());
+  ASSERT_TRUE(device_->Read(9, got.span()).ok());
+  EXPECT_TRUE(Same(got, AlignedBuffer(kBlock)));
+}
+
+TEST_P(BlockDeviceContractTest, SyncedDataAndSizeSurviveReopen) {
+  if (!persistent()) GTEST_SKIP() << "memory devices do not outlive the object";
+  ASSERT_TRUE(device_->Resize(6).ok());
+  const AlignedBuffer data = Pattern(2, 3, 4);
+  ASSERT_TRUE(device_->Write(2, data.span()).ok());
+  ASSERT_TRUE(device_->Sync().ok());
+  EXPECT_EQ(device_->stats().syncs, 1u);
+  device_.reset();
+  auto reopened = Open();
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  device_ = *std::move(reopened);
+  EXPECT_EQ(device_->num_blocks(), 6u);
+  AlignedBuffer got(3 * kBlock);
+  ASSERT_TRUE(device_->Read(2, got.span()).ok());
+  EXPECT_TRUE(Same(got, data));
+}
+
+TEST_P(BlockDeviceContractTest, LedgerCountsTransfers) {
+  ASSERT_TRUE(device_->Resize(8).ok());
+  const AlignedBuffer data = Pattern(0, 2, 5);
+  ASSERT_TRUE(device_->Write(0, data.span()).ok());
+  AlignedBuffer a(kBlock), b(kBlock), c(kBlock);
+  std::vector<ReadRequest> reads = {
+      {0, a.span()}, {1, b.span()}, {5, c.span()}};
+  ASSERT_TRUE(device_->ReadBatch(reads).ok());
+  ASSERT_TRUE(device_->Sync().ok());
+  const IoStats s = device_->stats();
+  EXPECT_EQ(s.blocks_written, 2u);
+  EXPECT_EQ(s.bytes_written, 2u * kBlock);
+  EXPECT_EQ(s.write_ops, 1u);
+  EXPECT_EQ(s.blocks_read, 3u);
+  EXPECT_EQ(s.bytes_read, 3u * kBlock);
+  EXPECT_EQ(s.read_ops, 3u);
+  EXPECT_EQ(s.syncs, 1u);
+  if (persistent() && !GetParam().fault_wrapper) {
+    EXPECT_GE(s.submissions, 3u);  // at least one call for each transfer kind
+  }
+  EXPECT_GT(s.wait_ns, 0u);
+}
+
+TEST_P(BlockDeviceContractTest, ConcurrentBatchesFromTwoThreads) {
+  const uint64_t per_thread = 64;
+  ASSERT_TRUE(device_->Resize(2 * per_thread).ok());
+  auto work = [&](uint64_t first, uint64_t seed, bool* ok) {
+    std::vector<AlignedBuffer> data;
+    std::vector<WriteRequest> writes;
+    for (uint64_t b = first; b < first + per_thread; ++b) {
+      data.push_back(Pattern(b, 1, seed));
+    }
+    for (uint64_t i = 0; i < per_thread; ++i) {
+      writes.push_back({first + i, data[i].span()});
+    }
+    *ok = device_->WriteBatch(writes).ok();
+    std::vector<AlignedBuffer> got;
+    std::vector<ReadRequest> reads;
+    for (uint64_t i = 0; i < per_thread; ++i) got.emplace_back(kBlock);
+    for (uint64_t i = 0; i < per_thread; ++i) {
+      reads.push_back({first + i, got[i].span()});
+    }
+    *ok = *ok && device_->ReadBatch(reads).ok();
+    for (uint64_t i = 0; i < per_thread; ++i) {
+      *ok = *ok && Same(got[i], data[i]);
+    }
+  };
+  bool ok1 = false, ok2 = false;
+  std::thread t1(work, 0, 11, &ok1);
+  std::thread t2(work, per_thread, 12, &ok2);
+  t1.join();
+  t2.join();
+  EXPECT_TRUE(ok1);
+  EXPECT_TRUE(ok2);
+}
+
+std::vector<BackendCase> Cases() {
+  return {
+      {"memory", Backend::kMemory, false, false},
+      {"posix", Backend::kPosix, false, false},
+      {"posix_direct", Backend::kPosix, true, false},
+      {"uring", Backend::kUring, false, false},
+      {"uring_direct", Backend::kUring, true, false},
+      {"fault_memory", Backend::kMemory, false, true},
+      {"fault_posix", Backend::kPosix, false, true},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BlockDeviceContractTest,
+                         testing::ValuesIn(Cases()),
+                         [](const testing::TestParamInfo<BackendCase>& info) {
+                           return info.param.name;
+                         });
+
+TEST(OpenBlockDeviceTest, FallsBackToPosixWhenTheUringProbeFails) {
+  setenv("ROUNDTABLE_IO_URING", "off", 1);
+  std::string why;
+  EXPECT_FALSE(UringAvailable(&why));
+  EXPECT_EQ(why, "ROUNDTABLE_IO_URING=off");
+  const std::string path = TempPath("fallback");
+  DeviceOptions options;
+  auto device = OpenBlockDevice(path, options);  // Backend::kAuto
+  ASSERT_TRUE(device.ok()) << device.status();
+  EXPECT_EQ((*device)->capabilities().backend, "posix");
+  ASSERT_TRUE((*device)->Resize(2).ok());
+  AlignedBuffer data(4096), got(4096);
+  data.data()[17] = std::byte{42};
+  ASSERT_TRUE((*device)->Write(1, data.span()).ok());
+  ASSERT_TRUE((*device)->Read(1, got.span()).ok());
+  EXPECT_EQ(got.data()[17], std::byte{42});
+  options.backend = Backend::kUring;
+  EXPECT_EQ(OpenBlockDevice(path, options).status().code(),
+            absl::StatusCode::kUnavailable);
+  unsetenv("ROUNDTABLE_IO_URING");
+  device->reset();
+  unlink(path.c_str());
+}
+
+TEST(OpenBlockDeviceTest, AutoPrefersUringWhereARingCanBeCreated) {
+  if (!UringAvailable()) GTEST_SKIP() << "no io_uring here";
+  const std::string path = TempPath("auto");
+  auto device = OpenBlockDevice(path, DeviceOptions{});
+  ASSERT_TRUE(device.ok()) << device.status();
+  EXPECT_EQ((*device)->capabilities().backend, "uring");
+  EXPECT_TRUE((*device)->capabilities().parallel_batches);
+  device->reset();
+  unlink(path.c_str());
+}
+
+TEST(OpenBlockDeviceTest, RejectsBadOptionsAndMissingFiles) {
+  DeviceOptions options;
+  options.block_size = 1000;
+  EXPECT_EQ(OpenBlockDevice(TempPath("bad"), options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.block_size = 256;
+  EXPECT_EQ(OpenBlockDevice(TempPath("bad"), options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.block_size = 4096;
+  options.queue_depth = 0;
+  EXPECT_EQ(OpenBlockDevice(TempPath("bad"), options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.queue_depth = 8;
+  options.create_if_missing = false;
+  options.backend = Backend::kPosix;
+  const absl::Status missing =
+      OpenBlockDevice("/nonexistent/dir/file", options).status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.message().find("/nonexistent/dir/file"), std::string::npos);
+  EXPECT_EQ(ParseBackend("zfs").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(*ParseBackend("posix"), Backend::kPosix);
+}
+
+}  // namespace
+}  // namespace roundtable::io
