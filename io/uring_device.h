@@ -18,8 +18,8 @@
 namespace roundtable::io {
 
 // Opens the file as OpenPosixDevice does and sets up a ring of
-// options.queue_depth entries with the file registered. Unavailable when the
-// ring cannot be created.
+// options.queue_depth entries. The error of io_uring_queue_init when the ring
+// cannot be created.
 absl::StatusOr<std::unique_ptr<BlockDevice>> OpenUringDevice(
     const std::string& path, const DeviceOptions& options);
 
