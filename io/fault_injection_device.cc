@@ -91,17 +91,24 @@ FaultInjectionDevice::LosePower(const PowerLoss& how) {
   std::mt19937_64 rng(how.seed);
   PowerLossReport report;
 
-  std::vector<uint64_t> unsynced;
-  for (const auto& [block, bytes] : durable_) unsynced.push_back(block);
+  // A block past the current end was truncated after its write: its new
+  // state is "absent", so keeping it is the same as dropping it back to its
+  // durable bytes. Only blocks that exist now can be kept or torn.
+  const uint64_t current = inner_->num_blocks();
+  std::vector<uint64_t> unsynced, present;
+  for (const auto& [block, bytes] : durable_) {
+    unsynced.push_back(block);
+    if (block < current) present.push_back(block);
+  }
   std::optional<uint64_t> torn;
   const size_t sectors = caps_.block_size / kSectorBytes;
-  if (how.tear_one && !unsynced.empty() && sectors >= 2) {
-    torn = unsynced[rng() % unsynced.size()];
+  if (how.tear_one && !present.empty() && sectors >= 2) {
+    torn = present[rng() % present.size()];
   }
   uint64_t end = durable_blocks_;
   for (const uint64_t block : unsynced) {
     if (block == torn) continue;
-    const bool keep = how.keep_random_subset && (rng() & 1);
+    const bool keep = how.keep_random_subset && block < current && (rng() & 1);
     (keep ? report.kept : report.dropped).push_back(block);
     if (keep) end = std::max(end, block + 1);
   }
@@ -109,7 +116,6 @@ FaultInjectionDevice::LosePower(const PowerLoss& how) {
 
   // Put the bytes back with the device large enough for every block touched,
   // then cut it to the size that survived.
-  const uint64_t current = inner_->num_blocks();
   uint64_t widest = std::max(current, end);
   for (const uint64_t block : report.dropped) {
     widest = std::max(widest, block + 1);
@@ -123,9 +129,7 @@ FaultInjectionDevice::LosePower(const PowerLoss& how) {
   }
   if (torn) {
     AlignedBuffer now(caps_.block_size);
-    if (*torn < current) {
-      RT_RETURN_IF_ERROR(inner_->Read(*torn, now.span()));
-    }
+    RT_RETURN_IF_ERROR(inner_->Read(*torn, now.span()));
     const std::optional<AlignedBuffer>& old = durable_.at(*torn);
     // At least one sector of each: pick one of each, then toss the rest.
     report.torn_sectors_new.assign(sectors, false);

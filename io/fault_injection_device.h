@@ -40,11 +40,13 @@ class FaultInjectionDevice final : public BlockDevice {
   void FailNth(Op op, uint64_t n, absl::Status error);
 
   struct PowerLoss {
-    // false: every unsynced write is dropped. true: each unsynced block is
-    // kept or dropped by a coin toss drawn from `seed`.
+    // false: every unsynced write is dropped. true: each unsynced block that
+    // exists now is kept or dropped by a coin toss drawn from `seed` (a block
+    // truncated since its write goes back to its durable bytes).
     bool keep_random_subset = false;
-    // Also tear one unsynced block (chosen from `seed`): each 512-byte sector
-    // holds either its new or its durable bytes, at least one of each.
+    // Also tear one unsynced block that exists now (chosen from `seed`): each
+    // 512-byte sector holds either its new or its durable bytes, at least one
+    // of each. Needs a block size of 1024 or more.
     bool tear_one = false;
     uint64_t seed = 0;
   };

@@ -5,7 +5,9 @@
 #   tools/fio_compare.sh [FILE] [SECONDS]    (default /var/tmp/rt_fio_compare.dat, 10)
 #
 # Prints a Markdown table: IOPS and p50 latency of each tool per pattern,
-# and the ratio blockbench / fio.
+# and the ratio blockbench / fio. Each tool runs twice per pattern, in the
+# order fio, blockbench, blockbench, fio, and the table gives the means, so
+# that a shared machine's drift falls on both alike.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 file=${1:-/var/tmp/rt_fio_compare.dat}
@@ -40,10 +42,14 @@ echo "| pattern | fio engine | fio IOPS | blockbench IOPS | ratio | fio p50 us |
 echo "|---|---|---|---|---|---|---|"
 row() {  # label fio_engine rw qd direct bb_backend
   local label=$1 engine=$2 rw=$3 qd=$4 direct=$5 backend=$6
-  read -r fi fl < <(fio_run "$engine" "$rw" "$qd" "$direct")
-  read -r bi bl < <(bb_run "$backend" "$rw" "$qd" "$direct")
-  awk -v l="$label" -v e="$engine" -v fi="$fi" -v bi="$bi" -v fl="$fl" -v bl="$bl" \
-    'BEGIN { printf "| %s | %s | %.0f | %.0f | %.2f | %.1f | %.1f |\n", l, e, fi, bi, bi / fi, fl, bl }'
+  read -r fi1 fl1 < <(fio_run "$engine" "$rw" "$qd" "$direct")
+  read -r bi1 bl1 < <(bb_run "$backend" "$rw" "$qd" "$direct")
+  read -r bi2 bl2 < <(bb_run "$backend" "$rw" "$qd" "$direct")
+  read -r fi2 fl2 < <(fio_run "$engine" "$rw" "$qd" "$direct")
+  awk -v l="$label" -v e="$engine" -v fi=$(((${fi1%.*} + ${fi2%.*}) / 2)) \
+      -v bi=$(((${bi1%.*} + ${bi2%.*}) / 2)) -v fl1="$fl1" -v fl2="$fl2" \
+      -v bl1="$bl1" -v bl2="$bl2" \
+    'BEGIN { printf "| %s | %s | %.0f | %.0f | %.2f | %.1f | %.1f |\n", l, e, fi, bi, bi / fi, (fl1 + fl2) / 2, (bl1 + bl2) / 2 }'
 }
 row "randread 4K direct qd1"  psync    randread  1  1 uring
 row "randread 4K direct qd8"  io_uring randread  8  1 uring
@@ -54,5 +60,5 @@ row "randwrite 4K direct qd32" io_uring randwrite 32 1 uring
 cat "$file" > /dev/null
 row "randread 4K buffered (warm) qd1" psync randread 1 0 uring
 echo
-echo "blockbench at qd > 1 reports latency per batch of 4 x qd requests, so its"
+echo "blockbench at qd > 1 reports latency per batch of 16 x qd requests, so its"
 echo "p50 there is not comparable with fio's per-request completion latency."

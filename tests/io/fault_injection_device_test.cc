@@ -6,7 +6,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <random>
 #include <set>
 
 #include "gtest/gtest.h"
@@ -206,6 +208,80 @@ TEST_P(FaultInjectionTest, FlipBitChangesExactlyOneBit) {
   EXPECT_EQ(device_->FlipBit(1, 0).code(), absl::StatusCode::kOutOfRange);
   EXPECT_EQ(device_->FlipBit(0, 8 * kBlock).code(),
             absl::StatusCode::kOutOfRange);
+}
+
+// Random writes, syncs and resizes against a model of what is durable, then a
+// power loss, many times over: the device must hold exactly the model's
+// durable state (drop mode), or exactly what the report says survived (kept
+// subset mode). Each byte value stands for a block's content.
+TEST_P(FaultInjectionTest, RandomHistoriesMatchTheModelAfterPowerLoss) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    SCOPED_TRACE(testing::Message() << "seed " << seed);
+    std::mt19937_64 rng(seed);
+    // Start from a synced, empty device.
+    ASSERT_TRUE(device_->Resize(0).ok());
+    ASSERT_TRUE(device_->Sync().ok());
+    std::vector<unsigned char> durable, current;  // value per block
+    for (int step = 0; step < 60; ++step) {
+      const int op = static_cast<int>(rng() % 10);
+      if (op < 6 && !current.empty()) {
+        const uint64_t b = rng() % current.size();
+        const auto v = static_cast<unsigned char>(1 + rng() % 250);
+        ASSERT_TRUE(device_->Write(b, Filled(v).span()).ok());
+        current[b] = v;
+      } else if (op < 8) {
+        const uint64_t n = rng() % 12;
+        ASSERT_TRUE(device_->Resize(n).ok());
+        current.resize(n, 0);
+      } else {
+        ASSERT_TRUE(device_->Sync().ok());
+        durable = current;
+      }
+    }
+    FaultInjectionDevice::PowerLoss how;
+    how.keep_random_subset = seed % 2 == 0;
+    how.tear_one = seed % 3 == 0;
+    how.seed = seed;
+    auto report = device_->LosePower(how);
+    ASSERT_TRUE(report.ok()) << report.status();
+    // What should be there: the durable state, with each kept block's
+    // current bytes on top, as long as the durable size or just past the
+    // highest block that kept new bytes (kept or torn).
+    uint64_t size = durable.size();
+    for (const uint64_t b : report->kept) size = std::max(size, b + 1);
+    if (report->torn) size = std::max(size, *report->torn + 1);
+    EXPECT_EQ(report->num_blocks, size);
+    std::vector<unsigned char> want = durable;
+    want.resize(size, 0);
+    for (const uint64_t b : report->kept) {
+      ASSERT_LT(b, current.size());
+      want[b] = current[b];
+    }
+    if (!how.keep_random_subset) {
+      EXPECT_TRUE(report->kept.empty());
+    }
+    if (report->torn) {
+      ASSERT_LT(*report->torn, current.size());
+      ASSERT_GE(want.size(), *report->torn + 1);
+    }
+    ASSERT_EQ(device_->num_blocks(), want.size());
+    for (uint64_t b = 0; b < want.size(); ++b) {
+      if (b != report->torn) {
+        ASSERT_EQ(ValueOf(b), want[b]) << "block " << b;
+        continue;
+      }
+      // Sector by sector: the new bytes or the durable ones, as reported.
+      AlignedBuffer got(kBlock);
+      ASSERT_TRUE(device_->Read(b, got.span()).ok());
+      const unsigned char old_value = b < durable.size() ? durable[b] : 0;
+      for (size_t i = 0; i < kBlock; ++i) {
+        const unsigned char v =
+            report->torn_sectors_new[i / 512] ? current[b] : old_value;
+        ASSERT_EQ(static_cast<unsigned char>(got.data()[i]), v)
+            << "torn block " << b << " byte " << i;
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Inner, FaultInjectionTest, testing::Bool(),

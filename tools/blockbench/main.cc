@@ -5,9 +5,11 @@
 //              --qd=32 --direct --backend=auto --seconds=10 [--json]
 //
 // The file is created and filled when missing or short. Queue depth 1 times
-// every Read or Write call; a larger depth issues batches of 4 x qd requests
+// every Read or Write call; a larger depth issues batches of 16 x qd requests
 // through ReadBatch/WriteBatch, of which at most qd are in flight at once, and
-// its latency figures are per batch (printed as such).
+// its latency figures are per batch (printed as such). The queue runs dry
+// only while a batch's last qd requests finish: about 1/32 of the time, where
+// batches of 4 x qd lost about a tenth of fio's rate at depth 32.
 #include <unistd.h>
 
 #include <algorithm>
@@ -158,7 +160,7 @@ absl::Status Run(const Settings& s) {
   }
   RT_RETURN_IF_ERROR(Fill(*device, blocks));
 
-  const uint32_t batch = s.qd == 1 ? 1 : 4 * s.qd;
+  const uint32_t batch = s.qd == 1 ? 1 : 16 * s.qd;
   std::vector<AlignedBuffer> buffers;
   for (uint32_t i = 0; i < batch; ++i) {
     buffers.emplace_back(s.block_size);
