@@ -1,0 +1,153 @@
+#include "engine/internal/stash_log.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "engine/internal/block_format.h"
+#include "engine/internal/coding.h"
+#include "io/status_macros.h"
+
+namespace roundtable::internal {
+namespace {
+
+// Header fields of a stash-log block, by byte offset (32 bytes, like a
+// bucket block, checksum at 24).
+constexpr size_t kMagicAt = 0, kCountAt = 4, kEpochAt = 8, kUsedAt = 16,
+                 kChecksumAt = 24;
+constexpr char kPut = 1, kRemove = 2;
+
+size_t EntrySize(std::string_view key, std::string_view value) {
+  return 1 + EncodedSize(key, value);
+}
+
+}  // namespace
+
+StashLog::StashLog(io::BlockDevice* device, uint64_t epoch, uint64_t blocks)
+    : device_(device), epoch_(epoch), blocks_(blocks) {}
+
+absl::StatusOr<absl::flat_hash_map<std::string, std::string>> StashLog::Load(
+    io::BlockDevice& device, uint64_t epoch, uint64_t blocks) {
+  absl::flat_hash_map<std::string, std::string> live;
+  const uint32_t bs = device.block_size();
+  if (blocks > device.num_blocks()) {
+    return absl::DataLossError(absl::StrCat("stash copy: ", device.num_blocks(),
+                                            " blocks on disk, ", blocks,
+                                            " expected"));
+  }
+  io::AlignedBuffer buffer(bs);
+  for (uint64_t b = 0; b < blocks; ++b) {
+    RT_RETURN_IF_ERROR(device.Read(b, buffer.span()));
+    const char* p = reinterpret_cast<const char*>(buffer.data());
+    auto corrupt = [&](std::string_view what) {
+      return absl::DataLossError(absl::StrCat(
+          "stash copy block ", b, " is corrupt: ", std::string(what)));
+    };
+    if (GetFixed32(p + kMagicAt) != kStashLogMagic) return corrupt("bad magic");
+    if (GetFixed64(p + kChecksumAt) != BlockChecksum(p, bs)) {
+      return corrupt("checksum mismatch");
+    }
+    if (GetFixed64(p + kEpochAt) != epoch) return corrupt("older generation");
+    const uint32_t count = GetFixed32(p + kCountAt);
+    const uint32_t used = GetFixed32(p + kUsedAt);
+    if (used > bs - kBlockHeaderBytes) return corrupt("entry bytes");
+    const char* q = p + kBlockHeaderBytes;
+    const char* end = q + used;
+    for (uint32_t i = 0; i < count; ++i) {
+      if (q >= end) return corrupt("entry framing");
+      const char op = *q++;
+      const auto klen = GetVarint(&q, end);
+      const auto vlen = GetVarint(&q, end);
+      if (!klen || !vlen || *klen + *vlen > static_cast<uint64_t>(end - q)) {
+        return corrupt("entry framing");
+      }
+      std::string key(q, *klen);
+      q += *klen;
+      if (op == kPut) {
+        live[std::move(key)] = std::string(q, *vlen);
+      } else if (op == kRemove) {
+        live.erase(key);
+      } else {
+        return corrupt("unknown entry kind");
+      }
+      q += *vlen;
+    }
+  }
+  return live;
+}
+
+absl::Status StashLog::AppendPut(std::string_view key, std::string_view value) {
+  return Append(kPut, key, value);
+}
+
+absl::Status StashLog::AppendRemove(std::string_view key) {
+  return Append(kRemove, key, {});
+}
+
+absl::Status StashLog::Append(char op, std::string_view key,
+                              std::string_view value) {
+  RT_RETURN_IF_ERROR(AddToTail(op, key, value, /*write_full_tail=*/false));
+  return WriteTail();
+}
+
+absl::Status StashLog::AddToTail(char op, std::string_view key,
+                                 std::string_view value, bool write_full_tail) {
+  const size_t room = device_->block_size() - kBlockHeaderBytes;
+  if (blocks_ == 0 || tail_.size() + EntrySize(key, value) > room) {
+    if (write_full_tail && blocks_ > 0) RT_RETURN_IF_ERROR(WriteTail());
+    // Start a new tail block.
+    tail_.clear();
+    tail_count_ = 0;
+    ++blocks_;
+    if (device_->num_blocks() < blocks_) {
+      RT_RETURN_IF_ERROR(device_->Resize(blocks_));
+    }
+  }
+  const size_t at = tail_.size();
+  tail_.resize(at + EntrySize(key, value));
+  char* p = tail_.data() + at;
+  *p++ = op;
+  p = PutVarint(p, key.size());
+  p = PutVarint(p, value.size());
+  std::memcpy(p, key.data(), key.size());
+  std::memcpy(p + key.size(), value.data(), value.size());
+  ++tail_count_;
+  return absl::OkStatus();
+}
+
+absl::Status StashLog::WriteTail() {
+  const uint32_t bs = device_->block_size();
+  io::AlignedBuffer buffer(bs);
+  char* p = reinterpret_cast<char*>(buffer.data());
+  PutFixed32(p + kMagicAt, kStashLogMagic);
+  PutFixed32(p + kCountAt, tail_count_);
+  PutFixed64(p + kEpochAt, epoch_);
+  PutFixed32(p + kUsedAt, static_cast<uint32_t>(tail_.size()));
+  std::memcpy(p + kBlockHeaderBytes, tail_.data(), tail_.size());
+  PutFixed64(p + kChecksumAt, BlockChecksum(p, bs));
+  ++block_writes_;
+  return device_->Write(blocks_ - 1, buffer.span());
+}
+
+absl::Status StashLog::Rewrite(
+    const std::vector<std::pair<std::string_view, std::string_view>>& live) {
+  ++epoch_;
+  blocks_ = 0;
+  tail_.clear();
+  tail_count_ = 0;
+  // Each block is written once, when it is full or at the end.
+  for (const auto& [key, value] : live) {
+    RT_RETURN_IF_ERROR(AddToTail(kPut, key, value, /*write_full_tail=*/true));
+  }
+  if (blocks_ > 0) RT_RETURN_IF_ERROR(WriteTail());
+  if (device_->num_blocks() != blocks_) {
+    RT_RETURN_IF_ERROR(device_->Resize(blocks_));
+  }
+  return absl::OkStatus();
+}
+
+bool StashLog::WantsRewrite(uint64_t live_bytes) const {
+  const uint64_t room = device_->block_size() - kBlockHeaderBytes;
+  return blocks_ > 2 * (live_bytes / room + 1) + 4;
+}
+
+}  // namespace roundtable::internal

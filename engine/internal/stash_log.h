@@ -1,0 +1,73 @@
+// The persistent copy of the stash (docs/format.md): a log of stash changes
+// packed into blocks of its own file. Each change appends one entry to the
+// tail block and writes that block (O(1) block writes); opening replays the
+// log. When the log grows well past the live stash it is rewritten from
+// block 0 under a new epoch. The superblock records the epoch and the
+// number of blocks in use as of the last Sync.
+//
+// Thread-safety: none; the table calls it under its writer lock.
+#ifndef ROUNDTABLE_ENGINE_INTERNAL_STASH_LOG_H_
+#define ROUNDTABLE_ENGINE_INTERNAL_STASH_LOG_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "io/block_device.h"
+
+namespace roundtable::internal {
+
+inline constexpr uint32_t kStashLogMagic = 0x4c535452;  // "RTSL"
+
+class StashLog {
+ public:
+  // Borrows `device`, which must outlive the log; appends continue after
+  // block `blocks` - 1 of generation `epoch`.
+  StashLog(io::BlockDevice* device, uint64_t epoch, uint64_t blocks);
+
+  // The live stash (key -> value) in blocks [0, blocks) of generation
+  // `epoch`. DataLoss naming the block when one fails its checksum or belongs
+  // to another generation.
+  static absl::StatusOr<absl::flat_hash_map<std::string, std::string>> Load(
+      io::BlockDevice& device, uint64_t epoch, uint64_t blocks);
+
+  absl::Status AppendPut(std::string_view key, std::string_view value);
+  absl::Status AppendRemove(std::string_view key);
+
+  // Writes `live` as the whole log from block 0 under epoch + 1 and cuts the
+  // file to it.
+  absl::Status Rewrite(
+      const std::vector<std::pair<std::string_view, std::string_view>>& live);
+
+  // True when the log holds more than twice the blocks `live_bytes` of
+  // entries need, plus a few: time to Rewrite.
+  bool WantsRewrite(uint64_t live_bytes) const;
+
+  uint64_t epoch() const { return epoch_; }
+  uint64_t blocks() const { return blocks_; }
+  uint64_t block_writes() const { return block_writes_; }
+
+ private:
+  absl::Status Append(char op, std::string_view key, std::string_view value);
+  // Adds an entry to the tail, starting a new tail block when it does not
+  // fit (writing the full one first when `write_full_tail`).
+  absl::Status AddToTail(char op, std::string_view key, std::string_view value,
+                         bool write_full_tail);
+  // Encodes the tail (entries_) into block `blocks_ - 1` and writes it.
+  absl::Status WriteTail();
+
+  io::BlockDevice* device_;
+  uint64_t epoch_;
+  uint64_t blocks_;          // blocks in use; the last is the tail
+  std::string tail_;         // encoded entries of the tail block
+  uint32_t tail_count_ = 0;  // entries in the tail block
+  uint64_t block_writes_ = 0;
+};
+
+}  // namespace roundtable::internal
+
+#endif  // ROUNDTABLE_ENGINE_INTERNAL_STASH_LOG_H_

@@ -1,0 +1,62 @@
+#include "engine/internal/superblock.h"
+
+#include <xxhash.h>
+
+#include <bit>
+#include <cstring>
+
+#include "engine/internal/coding.h"
+
+namespace roundtable::internal {
+namespace {
+
+// Field offsets; the checksum covers bytes [0, kChecksumAt).
+constexpr size_t kMagicAt = 0, kVersionAt = 4, kBlockSizeAt = 8, kS0At = 16,
+                 kEpsilonAt = 24, kSeedAt = 32, kBucketsAt = 40,
+                 kRecordsAt = 48, kDataBytesAt = 56, kStashEpochAt = 64,
+                 kStashBlocksAt = 72, kSequenceAt = 80, kChecksumAt = 88;
+
+}  // namespace
+
+void EncodeSuperblock(const Superblock& sb, std::span<std::byte> out) {
+  char* p = reinterpret_cast<char*>(out.data());
+  std::memset(p, 0, out.size());
+  PutFixed32(p + kMagicAt, kSuperblockMagic);
+  PutFixed32(p + kVersionAt, sb.format_version);
+  PutFixed32(p + kBlockSizeAt, sb.block_size);
+  PutFixed64(p + kS0At, sb.s0);
+  PutFixed64(p + kEpsilonAt, std::bit_cast<uint64_t>(sb.epsilon));
+  PutFixed64(p + kSeedAt, sb.hash_seed);
+  PutFixed64(p + kBucketsAt, sb.num_buckets);
+  PutFixed64(p + kRecordsAt, sb.record_count);
+  PutFixed64(p + kDataBytesAt, sb.data_bytes);
+  PutFixed64(p + kStashEpochAt, sb.stash_epoch);
+  PutFixed64(p + kStashBlocksAt, sb.stash_blocks);
+  PutFixed64(p + kSequenceAt, sb.sequence);
+  PutFixed64(p + kChecksumAt, XXH3_64bits(p, kChecksumAt));
+}
+
+absl::StatusOr<Superblock> DecodeSuperblock(std::span<const std::byte> in) {
+  const char* p = reinterpret_cast<const char*>(in.data());
+  if (GetFixed32(p + kMagicAt) != kSuperblockMagic) {
+    return absl::DataLossError("superblock: bad magic number");
+  }
+  if (GetFixed64(p + kChecksumAt) != XXH3_64bits(p, kChecksumAt)) {
+    return absl::DataLossError("superblock: checksum mismatch");
+  }
+  Superblock sb;
+  sb.format_version = GetFixed32(p + kVersionAt);
+  sb.block_size = GetFixed32(p + kBlockSizeAt);
+  sb.s0 = GetFixed64(p + kS0At);
+  sb.epsilon = std::bit_cast<double>(GetFixed64(p + kEpsilonAt));
+  sb.hash_seed = GetFixed64(p + kSeedAt);
+  sb.num_buckets = GetFixed64(p + kBucketsAt);
+  sb.record_count = GetFixed64(p + kRecordsAt);
+  sb.data_bytes = GetFixed64(p + kDataBytesAt);
+  sb.stash_epoch = GetFixed64(p + kStashEpochAt);
+  sb.stash_blocks = GetFixed64(p + kStashBlocksAt);
+  sb.sequence = GetFixed64(p + kSequenceAt);
+  return sb;
+}
+
+}  // namespace roundtable::internal

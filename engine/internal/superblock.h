@@ -1,0 +1,49 @@
+// The table's superblock (docs/format.md): the layout and the state a table
+// needs to open without reading its block file. Two copies alternate in
+// blocks 0 and 1 of the block file; the valid one with the higher sequence
+// number wins.
+//
+// Thread-safety: a value type.
+#ifndef ROUNDTABLE_ENGINE_INTERNAL_SUPERBLOCK_H_
+#define ROUNDTABLE_ENGINE_INTERNAL_SUPERBLOCK_H_
+
+#include <cstdint>
+#include <span>
+
+#include "absl/status/statusor.h"
+
+namespace roundtable::internal {
+
+inline constexpr uint32_t kSuperblockMagic = 0x42535452;  // "RTSB"
+inline constexpr uint32_t kFormatVersion = 1;
+// Superblocks occupy blocks 0 and 1; bucket b is block b + kHeaderBlocks.
+inline constexpr uint64_t kHeaderBlocks = 2;
+
+struct Superblock {
+  uint32_t format_version = kFormatVersion;
+  uint32_t block_size = 0;
+  uint64_t s0 = 0;
+  double epsilon = 0;
+  uint64_t hash_seed = 0;
+  uint64_t num_buckets = 0;
+  uint64_t record_count = 0;
+  uint64_t data_bytes = 0;
+  uint64_t stash_epoch = 0;   // generation of the stash copy
+  uint64_t stash_blocks = 0;  // blocks of the stash copy in use
+  uint64_t sequence = 0;      // grows by one with every write
+
+  // The block (0 or 1) this copy is written to.
+  uint64_t slot() const { return sequence % 2; }
+};
+
+// Encodes into exactly out.size() bytes (one block).
+void EncodeSuperblock(const Superblock& sb, std::span<std::byte> out);
+
+// DataLoss when the magic or checksum is wrong (so the other copy is used).
+// A valid copy with a format version above kFormatVersion is returned as is;
+// the caller refuses it.
+absl::StatusOr<Superblock> DecodeSuperblock(std::span<const std::byte> in);
+
+}  // namespace roundtable::internal
+
+#endif  // ROUNDTABLE_ENGINE_INTERNAL_SUPERBLOCK_H_

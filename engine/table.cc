@@ -1,0 +1,748 @@
+#include "engine/table.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/internal/block_format.h"
+#include "engine/internal/stash_log.h"
+#include "engine/internal/superblock.h"
+#include "engine/mapping/round_mapping.h"
+#include "io/status_macros.h"
+
+namespace roundtable {
+
+using internal::BucketBlock;
+using internal::kHeaderBlocks;
+using internal::Record;
+using internal::Superblock;
+
+namespace {
+
+constexpr char kBlocksFile[] = "blocks";
+constexpr char kStashFile[] = "stash";
+
+absl::Status CheckOptions(const Options& o) {
+  const uint32_t bs = o.block_size;
+  if (bs < 512 || bs > 65536 || (bs & (bs - 1)) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "block size ", bs, " is not a power of two from 512 to 65536"));
+  }
+  if (o.s0 < 1 || o.s0 > (uint64_t{1} << 20)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("s0 = ", o.s0, " is outside [1, 2^20]"));
+  }
+  if (!(o.epsilon > 0 && o.epsilon <= 0.5)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("epsilon = ", o.epsilon, " is outside (0, 0.5]"));
+  }
+  if (o.backend == io::Backend::kMemory) {
+    return absl::InvalidArgumentError(
+        "a table needs files: use the auto, uring or posix backend");
+  }
+  return absl::OkStatus();
+}
+
+// Record space of one block.
+size_t Payload(uint32_t block_size) {
+  return block_size - internal::kBlockHeaderBytes;
+}
+
+size_t MaxRecord(uint32_t block_size) { return Payload(block_size) / 4; }
+
+// The smallest block size whose inline limit takes a record of `bytes`, or 0.
+uint32_t BlockSizeFor(size_t bytes) {
+  for (uint32_t bs = 512; bs <= 65536; bs *= 2) {
+    if (MaxRecord(bs) >= bytes) return bs;
+  }
+  return 0;
+}
+
+std::string Join(const std::string& dir, const char* file) {
+  return dir + "/" + file;
+}
+
+}  // namespace
+
+class Table::Impl {
+ public:
+  Impl(const Options& options, std::string path, Superblock sb,
+       mapping::RoundMapping mapping, std::unique_ptr<io::BlockDevice> blocks,
+       std::unique_ptr<io::BlockDevice> stash_device)
+      : options_(options),
+        path_(std::move(path)),
+        sb_(sb),
+        mapping_(std::move(mapping)),
+        blocks_(std::move(blocks)),
+        stash_device_(std::move(stash_device)),
+        stash_log_(stash_device_.get(), sb.stash_epoch, sb.stash_blocks),
+        payload_(Payload(sb.block_size)),
+        record_count_(sb.record_count),
+        data_bytes_(sb.data_bytes) {}
+
+  uint32_t block_size() const { return sb_.block_size; }
+
+  uint64_t Hash(std::string_view key) const {
+    return XXH3_64bits_withSeed(key.data(), key.size(), sb_.hash_seed);
+  }
+
+  // Fills the in-RAM stash from its persistent copy.
+  absl::Status LoadStash() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RT_ASSIGN_OR_RETURN(
+        auto live, internal::StashLog::Load(*stash_device_, sb_.stash_epoch,
+                                            sb_.stash_blocks));
+    for (auto& [key, value] : live) {
+      const uint64_t b = mapping_.FindBucket(Hash(key));
+      stash_bytes_ += internal::EncodedSize(key, value);
+      ++stash_records_;
+      stash_[b].push_back(Record{key, std::move(value)});
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::string> Get(std::string_view key) {
+    absl::ReaderMutexLock lock(&mu_);
+    RT_RETURN_IF_ERROR(CheckOpen());
+    const uint64_t b = mapping_.FindBucket(Hash(key));
+    if (const Record* r = FindInStash(b, key)) return r->value;
+    io::AlignedBuffer buffer(block_size());
+    RT_RETURN_IF_ERROR(blocks_->Read(b + kHeaderBlocks, buffer.span()));
+    logical_get_reads_.fetch_add(1, std::memory_order_relaxed);
+    RT_ASSIGN_OR_RETURN(auto found,
+                        internal::FindInBlock(buffer.span(), b, key));
+    if (!found) return absl::NotFoundError("key not found");
+    return *std::move(found);
+  }
+
+  absl::Status Put(std::string_view key, std::string_view value) {
+    const size_t size = internal::EncodedSize(key, value);
+    if (size > MaxRecord(block_size())) {
+      const uint32_t fits = BlockSizeFor(size);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "record of ", size, " bytes (key ", key.size(), ", value ",
+          value.size(), ") exceeds the inline limit of ",
+          MaxRecord(block_size()), " bytes for ", block_size(), "-byte blocks",
+          fits ? absl::StrCat("; a block size of ", fits, " would take it")
+               : std::string("; no block size takes it")));
+    }
+    absl::MutexLock lock(&mu_);
+    RT_RETURN_IF_ERROR(CheckWritable());
+    RT_RETURN_IF_ERROR(PutLocked(key, value, size));
+    // A smaller value may leave the data small enough to release a bucket.
+    return Fail(MaybeShrink());
+  }
+
+  absl::Status PutLocked(std::string_view key, std::string_view value,
+                         size_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    bool grown = false;
+    while (true) {
+      const uint64_t b = mapping_.FindBucket(Hash(key));
+      // A key in the stash is replaced there (its block stays full, nothing
+      // to read); otherwise the key's block is read.
+      Record* stashed = FindInStash(b, key);
+      BucketBlock block;
+      int at = -1;
+      size_t old = 0;
+      if (stashed != nullptr) {
+        old = internal::EncodedSize(stashed->key, stashed->value);
+      } else {
+        RT_ASSIGN_OR_RETURN(block, ReadBucket(b));
+        ++logical_.put_reads;
+        at = block.Find(key);
+        if (at >= 0) {
+          old = internal::EncodedSize(block.records[at].key,
+                                      block.records[at].value);
+        }
+      }
+      // As the paper does, make room first if the data would pass
+      // (1 - epsilon) of the blocks' capacity: at most one new bucket per
+      // Put, after which the key's bucket is found again.
+      if (!grown &&
+          NeededBuckets(data_bytes_ - old + size) > mapping_.num_buckets()) {
+        RT_RETURN_IF_ERROR(Fail(Grow()));
+        grown = true;
+        continue;
+      }
+      if (stashed != nullptr) {
+        stash_bytes_ = stash_bytes_ - old + size;
+        data_bytes_ = data_bytes_ - old + size;
+        stashed->value = std::string(value);
+        RT_RETURN_IF_ERROR(Fail(stash_log_.AppendPut(key, value)));
+        if (size >= old) return absl::OkStatus();
+        // A smaller record may now fit its block: keep the rule that a
+        // stash list exists only where its block has no room for it.
+        RT_ASSIGN_OR_RETURN(block, ReadBucket(b));
+        ++logical_.put_reads;
+        if (block.used_bytes + size > payload_) return absl::OkStatus();
+        RT_RETURN_IF_ERROR(Fail(RefillFromStash(block)));
+        ++logical_.put_writes;
+        return Fail(WriteBucket(block));
+      }
+      if (at >= 0) {
+        block.RemoveAt(at);
+      } else {
+        ++record_count_;
+      }
+      data_bytes_ = data_bytes_ - old + size;
+      Record record{std::string(key), std::string(value)};
+      if (block.used_bytes + size <= payload_) {
+        block.Add(std::move(record));
+      } else {
+        RT_RETURN_IF_ERROR(Fail(AddToStash(b, std::move(record))));
+      }
+      RT_RETURN_IF_ERROR(Fail(RefillFromStash(block)));
+      ++logical_.put_writes;
+      return Fail(WriteBucket(block));
+    }
+  }
+
+  absl::Status Delete(std::string_view key) {
+    absl::MutexLock lock(&mu_);
+    RT_RETURN_IF_ERROR(CheckWritable());
+    const uint64_t b = mapping_.FindBucket(Hash(key));
+    if (FindInStash(b, key) != nullptr) {
+      RT_RETURN_IF_ERROR(Fail(RemoveFromStash(b, key)));
+    } else {
+      RT_ASSIGN_OR_RETURN(BucketBlock block, ReadBucket(b));
+      ++logical_.delete_reads;
+      const int at = block.Find(key);
+      if (at < 0) return absl::OkStatus();
+      data_bytes_ -=
+          internal::EncodedSize(block.records[at].key, block.records[at].value);
+      block.RemoveAt(at);
+      --record_count_;
+      RT_RETURN_IF_ERROR(Fail(RefillFromStash(block)));
+      ++logical_.delete_writes;
+      RT_RETURN_IF_ERROR(Fail(WriteBucket(block)));
+    }
+    return Fail(MaybeShrink());
+  }
+
+  // Releases buckets while the data fits in m - 2 blocks: one bucket of
+  // hysteresis, so that a grow is never undone by the next delete.
+  absl::Status MaybeShrink() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (mapping_.num_buckets() > sb_.s0 &&
+           NeededBuckets(data_bytes_) + 1 < mapping_.num_buckets()) {
+      RT_RETURN_IF_ERROR(Shrink());
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Sync() {
+    absl::MutexLock lock(&mu_);
+    RT_RETURN_IF_ERROR(CheckWritable());
+    return Fail(SyncLocked());
+  }
+
+  absl::Status Close() {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return absl::FailedPreconditionError("table is closed");
+    absl::Status s;
+    if (!options_.read_only && error_.ok()) {
+      // Compact the stash copy so that the next open reads only the live
+      // stash, then make everything durable.
+      s = RewriteStashCopy();
+      if (s.ok()) s = SyncLocked();
+    }
+    closed_ = true;
+    blocks_.reset();
+    stash_device_.reset();
+    return s;
+  }
+
+  TableStats GetStats() const {
+    absl::ReaderMutexLock lock(&mu_);
+    TableStats st;
+    st.buckets = mapping_.num_buckets();
+    st.records = record_count_;
+    st.stash_records = stash_records_;
+    st.stash_bytes = stash_bytes_;
+    st.data_bytes = data_bytes_;
+    st.block_size = sb_.block_size;
+    st.s0 = sb_.s0;
+    st.epsilon = sb_.epsilon;
+    st.utilization = static_cast<double>(data_bytes_) /
+                     (static_cast<double>(payload_) * mapping_.num_buckets());
+    st.logical = logical_;
+    st.logical.get_reads = logical_get_reads_.load();
+    st.logical.stash_copy_writes = stash_log_.block_writes();
+    if (blocks_) st.physical_blocks = blocks_->stats();
+    if (stash_device_) st.physical_stash = stash_device_->stats();
+    return st;
+  }
+
+  absl::Status Check() {
+    absl::ReaderMutexLock lock(&mu_);
+    RT_RETURN_IF_ERROR(CheckOpen());
+    const uint64_t m = mapping_.num_buckets();
+    absl::flat_hash_map<std::string, uint64_t> seen;
+    uint64_t records = 0, bytes = 0;
+    auto fault = [](auto... parts) {
+      return absl::DataLossError(absl::StrCat("check: ", parts...));
+    };
+    auto note = [&](const Record& r, uint64_t b,
+                    const char* where) -> absl::Status {
+      const uint64_t home = mapping_.FindBucket(Hash(r.key));
+      if (home != b) {
+        return fault("a record in the ", where, " of bucket ", b,
+                     " belongs to bucket ", home);
+      }
+      if (!seen.emplace(r.key, b).second) {
+        return fault("a key appears twice (bucket ", b, ")");
+      }
+      ++records;
+      bytes += internal::EncodedSize(r.key, r.value);
+      return absl::OkStatus();
+    };
+    for (uint64_t b = 0; b < m; ++b) {
+      RT_ASSIGN_OR_RETURN(BucketBlock block, ReadBucket(b));
+      for (const Record& r : block.records) {
+        RT_RETURN_IF_ERROR(note(r, b, "block"));
+      }
+      auto it = stash_.find(b);
+      if (it == stash_.end()) continue;
+      for (const Record& r : it->second) {
+        RT_RETURN_IF_ERROR(note(r, b, "stash"));
+        if (block.used_bytes + internal::EncodedSize(r.key, r.value) <=
+            payload_) {
+          return fault("bucket ", b,
+                       " keeps a record in the stash that its block has "
+                       "room for");
+        }
+      }
+    }
+    for (const auto& [b, list] : stash_) {
+      if (b >= m) return fault("stash list for missing bucket ", b);
+    }
+    if (records != record_count_ || bytes != data_bytes_) {
+      return fault("counted ", records, " records of ", bytes,
+                   " bytes; the table says ", record_count_, " and ",
+                   data_bytes_);
+    }
+    const uint64_t needed = std::max<uint64_t>(NeededBuckets(bytes), sb_.s0);
+    if (m < std::max<uint64_t>(NeededBuckets(bytes), 1) || m > needed + 1) {
+      return fault(m, " buckets for ", bytes, " bytes (", needed,
+                   " needed at 1 - epsilon)");
+    }
+    return absl::OkStatus();
+  }
+
+  // Writes the initial state of a new table: s0 empty blocks, an empty stash
+  // copy, the first superblock.
+  absl::Status Format() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RT_RETURN_IF_ERROR(blocks_->Resize(kHeaderBlocks + sb_.num_buckets));
+    for (uint64_t b = 0; b < sb_.num_buckets; ++b) {
+      BucketBlock empty;
+      empty.bucket = b;
+      RT_RETURN_IF_ERROR(WriteBucket(empty));
+    }
+    return SyncLocked();
+  }
+
+  mutable absl::Mutex mu_;
+
+ private:
+  absl::Status CheckOpen() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    if (closed_) return absl::FailedPreconditionError("table is closed");
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckWritable() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    RT_RETURN_IF_ERROR(CheckOpen());
+    if (options_.read_only) {
+      return absl::FailedPreconditionError("table is open read-only");
+    }
+    return error_;
+  }
+
+  // Keeps the first failure of a write path: after it the table refuses
+  // writes with that error, since the blocks and the stash copy may no
+  // longer agree.
+  absl::Status Fail(absl::Status s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!s.ok() && error_.ok()) error_ = s;
+    return s;
+  }
+
+  // Blocks needed to hold `bytes` at (1 - epsilon) of their record space.
+  uint64_t NeededBuckets(uint64_t bytes) const {
+    const double per_block =
+        (1.0 - sb_.epsilon) * static_cast<double>(payload_);
+    return static_cast<uint64_t>(
+        std::ceil(static_cast<double>(bytes) / per_block));
+  }
+
+  Record* FindInStash(uint64_t b, std::string_view key)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    auto it = stash_.find(b);
+    if (it == stash_.end()) return nullptr;
+    for (Record& r : it->second) {
+      if (r.key == key) return &r;
+    }
+    return nullptr;
+  }
+
+  absl::Status AddToStash(uint64_t b, Record record)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RT_RETURN_IF_ERROR(stash_log_.AppendPut(record.key, record.value));
+    stash_bytes_ += internal::EncodedSize(record.key, record.value);
+    ++stash_records_;
+    stash_[b].push_back(std::move(record));
+    return MaybeRewriteStashCopy();
+  }
+
+  absl::Status RemoveFromStash(uint64_t b, std::string_view key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<Record>& list = stash_[b];
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (list[i].key != key) continue;
+      const size_t size = internal::EncodedSize(list[i].key, list[i].value);
+      RT_RETURN_IF_ERROR(stash_log_.AppendRemove(key));
+      stash_bytes_ -= size;
+      data_bytes_ -= size;
+      --stash_records_;
+      --record_count_;
+      list[i] = std::move(list.back());
+      list.pop_back();
+      if (list.empty()) stash_.erase(b);
+      return MaybeRewriteStashCopy();
+    }
+    return absl::OkStatus();
+  }
+
+  // Moves the stash records of block.bucket that fit into the block.
+  absl::Status RefillFromStash(BucketBlock& block)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = stash_.find(block.bucket);
+    if (it == stash_.end()) return absl::OkStatus();
+    std::vector<Record>& list = it->second;
+    for (size_t i = 0; i < list.size();) {
+      const size_t size = internal::EncodedSize(list[i].key, list[i].value);
+      if (block.used_bytes + size > payload_) {
+        ++i;
+        continue;
+      }
+      RT_RETURN_IF_ERROR(stash_log_.AppendRemove(list[i].key));
+      stash_bytes_ -= size;
+      --stash_records_;
+      block.Add(std::move(list[i]));
+      list[i] = std::move(list.back());
+      list.pop_back();
+    }
+    if (list.empty()) stash_.erase(it);
+    return MaybeRewriteStashCopy();
+  }
+
+  absl::Status MaybeRewriteStashCopy() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!stash_log_.WantsRewrite(stash_bytes_ + stash_records_)) {
+      return absl::OkStatus();
+    }
+    return RewriteStashCopy();
+  }
+
+  absl::Status RewriteStashCopy() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<std::pair<std::string_view, std::string_view>> live;
+    live.reserve(stash_records_);
+    for (const auto& [bucket, list] : stash_) {
+      for (const Record& r : list) live.emplace_back(r.key, r.value);
+    }
+    return stash_log_.Rewrite(live);
+  }
+
+  absl::StatusOr<BucketBlock> ReadBucket(uint64_t b) {
+    io::AlignedBuffer buffer(block_size());
+    RT_RETURN_IF_ERROR(blocks_->Read(b + kHeaderBlocks, buffer.span()));
+    return internal::DecodeBlock(buffer.span(), b);
+  }
+
+  absl::Status WriteBucket(const BucketBlock& block) {
+    io::AlignedBuffer buffer(block_size());
+    internal::EncodeBlock(block, buffer.span());
+    return blocks_->Write(block.bucket + kHeaderBlocks, buffer.span());
+  }
+
+  // distribute: every record of the touched blocks and of their stash lists
+  // goes to its bucket under the current mapping; each touched bucket that
+  // still exists is rebuilt, overflowing into its stash list.
+  absl::Status Redistribute(const std::vector<BucketBlock>& blocks,
+                            const std::vector<uint64_t>& rebuilt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    absl::flat_hash_map<uint64_t, size_t> slot;  // bucket -> index in out
+    std::vector<BucketBlock> out(rebuilt.size());
+    for (size_t i = 0; i < rebuilt.size(); ++i) {
+      out[i].bucket = rebuilt[i];
+      slot[rebuilt[i]] = i;
+    }
+    // Records leaving the stash are logged as removals, records entering it
+    // as puts; a record that stays in the stash needs no entry.
+    std::vector<Record> from_stash;
+    for (const BucketBlock& block : blocks) {
+      auto it = stash_.find(block.bucket);
+      if (it == stash_.end()) continue;
+      for (Record& r : it->second) {
+        stash_bytes_ -= internal::EncodedSize(r.key, r.value);
+        --stash_records_;
+        from_stash.push_back(std::move(r));
+      }
+      stash_.erase(it);
+    }
+    auto place = [&](Record r, bool was_stashed) -> absl::Status {
+      const uint64_t b = mapping_.FindBucket(Hash(r.key));
+      auto it = slot.find(b);
+      if (it == slot.end()) {
+        return absl::InternalError(
+            absl::StrCat("distribute: a record moved to bucket ", b,
+                         ", outside the touched buckets"));
+      }
+      BucketBlock& target = out[it->second];
+      const size_t size = internal::EncodedSize(r.key, r.value);
+      if (target.used_bytes + size <= payload_) {
+        if (was_stashed) RT_RETURN_IF_ERROR(stash_log_.AppendRemove(r.key));
+        target.Add(std::move(r));
+        return absl::OkStatus();
+      }
+      if (!was_stashed)
+        RT_RETURN_IF_ERROR(stash_log_.AppendPut(r.key, r.value));
+      stash_bytes_ += size;
+      ++stash_records_;
+      stash_[b].push_back(std::move(r));
+      return absl::OkStatus();
+    };
+    // Block records first, so that stashed records fill what room is left.
+    for (const BucketBlock& block : blocks) {
+      for (const Record& r : block.records) {
+        RT_RETURN_IF_ERROR(place(r, /*was_stashed=*/false));
+      }
+    }
+    for (Record& r : from_stash) {
+      RT_RETURN_IF_ERROR(place(std::move(r), /*was_stashed=*/true));
+    }
+    for (const BucketBlock& block : out) RT_RETURN_IF_ERROR(WriteBucket(block));
+    return MaybeRewriteStashCopy();
+  }
+
+  // new_bucket() and distribute: z block reads, z + 1 block writes.
+  absl::Status Grow() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const uint64_t m = mapping_.num_buckets();
+    RT_RETURN_IF_ERROR(blocks_->Resize(kHeaderBlocks + m + 1));
+    std::vector<BucketBlock> blocks;
+    RT_ASSIGN_OR_RETURN(const mapping::BucketChange change,
+                        mapping_.NewBucket());
+    for (const uint64_t b : change.sources) {
+      RT_ASSIGN_OR_RETURN(BucketBlock block, ReadBucket(b));
+      blocks.push_back(std::move(block));
+    }
+    const std::vector<uint64_t> touched = change.Touched();
+    RT_RETURN_IF_ERROR(Redistribute(blocks, touched));
+    logical_.grow_reads += change.sources.size();
+    logical_.grow_writes += touched.size();
+    ++logical_.grows;
+    return absl::OkStatus();
+  }
+
+  // free_bucket() and distribute backwards: z + 1 reads, z writes.
+  absl::Status Shrink() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RT_ASSIGN_OR_RETURN(const mapping::BucketChange change,
+                        mapping_.FreeBucket());
+    std::vector<BucketBlock> blocks;
+    for (const uint64_t b : change.Touched()) {
+      RT_ASSIGN_OR_RETURN(BucketBlock block, ReadBucket(b));
+      blocks.push_back(std::move(block));
+    }
+    RT_RETURN_IF_ERROR(Redistribute(blocks, change.sources));
+    RT_RETURN_IF_ERROR(blocks_->Resize(kHeaderBlocks + mapping_.num_buckets()));
+    logical_.shrink_reads += change.sources.size() + 1;
+    logical_.shrink_writes += change.sources.size();
+    ++logical_.shrinks;
+    return absl::OkStatus();
+  }
+
+  // Blocks, then the stash copy, then the next superblock, each synced.
+  absl::Status SyncLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RT_RETURN_IF_ERROR(blocks_->Sync());
+    RT_RETURN_IF_ERROR(stash_device_->Sync());
+    sb_.num_buckets = mapping_.num_buckets();
+    sb_.record_count = record_count_;
+    sb_.data_bytes = data_bytes_;
+    sb_.stash_epoch = stash_log_.epoch();
+    sb_.stash_blocks = stash_log_.blocks();
+    ++sb_.sequence;
+    io::AlignedBuffer buffer(block_size());
+    internal::EncodeSuperblock(sb_, buffer.span());
+    RT_RETURN_IF_ERROR(blocks_->Write(sb_.slot(), buffer.span()));
+    return blocks_->Sync();
+  }
+
+  const Options options_;
+  const std::string path_;
+  Superblock sb_ ABSL_GUARDED_BY(mu_);
+  mapping::RoundMapping mapping_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<io::BlockDevice> blocks_;
+  std::unique_ptr<io::BlockDevice> stash_device_;
+  internal::StashLog stash_log_ ABSL_GUARDED_BY(mu_);
+  const size_t payload_;
+
+  absl::flat_hash_map<uint64_t, std::vector<Record>> stash_
+      ABSL_GUARDED_BY(mu_);
+  uint64_t stash_records_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t stash_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t record_count_ ABSL_GUARDED_BY(mu_);
+  uint64_t data_bytes_ ABSL_GUARDED_BY(mu_);
+  LogicalLedger logical_ ABSL_GUARDED_BY(mu_);
+  // Gets run under the reader lock, so their count is atomic.
+  std::atomic<uint64_t> logical_get_reads_{0};
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+Table::Table(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Table::~Table() {
+  if (impl_) impl_->Close().IgnoreError();
+}
+
+absl::StatusOr<std::string> Table::Get(std::string_view key) {
+  return impl_->Get(key);
+}
+absl::Status Table::Put(std::string_view key, std::string_view value) {
+  return impl_->Put(key, value);
+}
+absl::Status Table::Delete(std::string_view key) { return impl_->Delete(key); }
+absl::Status Table::Sync() { return impl_->Sync(); }
+absl::Status Table::Close() { return impl_->Close(); }
+TableStats Table::GetStats() const { return impl_->GetStats(); }
+absl::Status Table::Check() { return impl_->Check(); }
+size_t Table::max_record_bytes() const {
+  return MaxRecord(impl_->block_size());
+}
+
+absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
+                                                   const std::string& path) {
+  RT_RETURN_IF_ERROR(CheckOptions(options));
+  struct stat st;
+  bool exists = false;
+  if (stat(path.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " exists and is not a directory"));
+    }
+    exists = access(Join(path, kBlocksFile).c_str(), F_OK) == 0;
+  }
+  if (exists && options.error_if_exists) {
+    return absl::AlreadyExistsError(absl::StrCat("table ", path, " exists"));
+  }
+  if (!exists && (!options.create_if_missing || options.read_only)) {
+    return absl::NotFoundError(absl::StrCat("no table at ", path));
+  }
+  if (!exists && mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::Status(absl::ErrnoToStatusCode(errno),
+                        absl::StrCat("mkdir ", path, ": ", strerror(errno)));
+  }
+
+  io::DeviceOptions dev;
+  dev.backend = options.backend;
+  dev.block_size = options.block_size;
+  dev.direct_io = options.direct_io;
+  dev.create_if_missing = !exists;
+
+  Superblock sb;
+  if (exists) {
+    // The stored block size decides how to read the superblocks: open with
+    // the smallest block size first and read the real one from block 0's
+    // bytes (superblocks fit in 512 bytes).
+    io::DeviceOptions probe = dev;
+    probe.block_size = 512;
+    probe.direct_io = false;
+    RT_ASSIGN_OR_RETURN(auto device,
+                        io::OpenBlockDevice(Join(path, kBlocksFile), probe));
+    absl::StatusOr<Superblock> best =
+        absl::DataLossError(absl::StrCat(path, ": no valid superblock"));
+    for (uint64_t slot = 0; slot < kHeaderBlocks; ++slot) {
+      // Slot `slot` starts at slot * stored block size; try each size.
+      for (uint32_t bs = 512; bs <= 65536; bs *= 2) {
+        const uint64_t block = slot * (bs / 512);
+        if (block >= device->num_blocks()) break;
+        io::AlignedBuffer buffer(512);
+        RT_RETURN_IF_ERROR(device->Read(block, buffer.span()));
+        auto decoded = internal::DecodeSuperblock(buffer.span());
+        if (!decoded.ok() || decoded->block_size != bs) continue;
+        if (!best.ok() || decoded->sequence > best->sequence) best = decoded;
+      }
+    }
+    if (!best.ok()) return best.status();
+    sb = *best;
+    if (sb.format_version > internal::kFormatVersion) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, " has format version ", sb.format_version,
+                       "; this build reads up to ", internal::kFormatVersion));
+    }
+    auto mismatch = [&](const char* what, auto stored, auto given) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, " was created with ", what, " = ", stored, ", not ", given));
+    };
+    if (sb.block_size != options.block_size) {
+      return mismatch("block_size", sb.block_size, options.block_size);
+    }
+    if (sb.s0 != options.s0) return mismatch("s0", sb.s0, options.s0);
+    if (sb.epsilon != options.epsilon) {
+      return mismatch("epsilon", sb.epsilon, options.epsilon);
+    }
+    if (sb.hash_seed != options.hash_seed) {
+      return mismatch("hash_seed", sb.hash_seed, options.hash_seed);
+    }
+  } else {
+    sb.block_size = options.block_size;
+    sb.s0 = options.s0;
+    sb.epsilon = options.epsilon;
+    sb.hash_seed = options.hash_seed;
+    sb.num_buckets = options.s0;
+  }
+
+  RT_ASSIGN_OR_RETURN(auto blocks,
+                      io::OpenBlockDevice(Join(path, kBlocksFile), dev));
+  RT_ASSIGN_OR_RETURN(auto stash,
+                      io::OpenBlockDevice(Join(path, kStashFile), dev));
+  RT_ASSIGN_OR_RETURN(auto mapping,
+                      mapping::RoundMapping::Create(sb.s0, sb.num_buckets));
+  if (exists && blocks->num_blocks() < kHeaderBlocks + sb.num_buckets) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": block file holds ", blocks->num_blocks(),
+                     " blocks, ", kHeaderBlocks + sb.num_buckets, " expected"));
+  }
+  auto impl = std::make_unique<Impl>(options, path, sb, std::move(mapping),
+                                     std::move(blocks), std::move(stash));
+  {
+    absl::MutexLock lock(&impl->mu_);
+    if (exists) {
+      RT_RETURN_IF_ERROR(impl->LoadStash());
+    } else {
+      RT_RETURN_IF_ERROR(impl->Format());
+    }
+  }
+  return std::unique_ptr<Table>(new Table(std::move(impl)));
+}
+
+absl::Status DestroyTable(const std::string& path) {
+  for (const char* file : {kBlocksFile, kStashFile}) {
+    const std::string p = Join(path, file);
+    if (unlink(p.c_str()) != 0 && errno != ENOENT) {
+      return absl::Status(absl::ErrnoToStatusCode(errno),
+                          absl::StrCat("unlink ", p, ": ", strerror(errno)));
+    }
+  }
+  if (rmdir(path.c_str()) != 0 && errno != ENOENT && errno != ENOTEMPTY) {
+    return absl::Status(absl::ErrnoToStatusCode(errno),
+                        absl::StrCat("rmdir ", path, ": ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace roundtable

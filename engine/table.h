@@ -1,0 +1,142 @@
+// roundtable's public API: an embedded key-value table on fixed-size disk
+// blocks. Every key lives in the block of its bucket (round-mapping of the
+// key's XXH3 hash); the few records whose block is full wait in an in-RAM
+// stash with a persistent copy; the table grows and shrinks one bucket at a
+// time by distribute, never rehashing the whole file. docs/table.md explains
+// the design and docs/format.md every byte on disk.
+//
+// Thread-safety: a Table may be used from any number of threads. Reads (Get,
+// GetStats) run concurrently with each other; writes (Put, Delete, Sync,
+// Close) are serialised and exclude reads while they change the table.
+#ifndef ROUNDTABLE_ENGINE_TABLE_H_
+#define ROUNDTABLE_ENGINE_TABLE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "io/block_device.h"
+
+namespace roundtable {
+
+struct Options {
+  // Layout, fixed at creation and checked on every open (a mismatch is
+  // InvalidArgument naming the stored value).
+  uint32_t block_size = 4096;  // bytes, a power of two from 512 to 65536
+  uint64_t s0 = 32;            // round-mapping slack; also the fewest buckets
+  double epsilon = 0.1;        // free fraction kept in the blocks, (0, 0.5]
+  uint64_t hash_seed = 0x726f756e64746162;  // XXH3 seed of the keys
+
+  // Not part of the layout.
+  io::Backend backend = io::Backend::kAuto;
+  bool direct_io = false;
+  bool create_if_missing = true;
+  bool error_if_exists = false;
+  bool read_only = false;
+};
+
+// The paper's I/O model: distinct table blocks read and written, as if there
+// were no cache, by the operation that caused them.
+struct LogicalLedger {
+  uint64_t get_reads = 0;
+  uint64_t put_reads = 0;
+  uint64_t put_writes = 0;
+  uint64_t delete_reads = 0;
+  uint64_t delete_writes = 0;
+  uint64_t grow_reads = 0;         // distribute after new_bucket(): z per grow
+  uint64_t grow_writes = 0;        // z + 1 per grow
+  uint64_t shrink_reads = 0;       // distribute after free_bucket(): z + 1
+  uint64_t shrink_writes = 0;      // z per shrink
+  uint64_t stash_copy_writes = 0;  // blocks of the persistent stash copy
+  uint64_t grows = 0;
+  uint64_t shrinks = 0;
+};
+
+struct TableStats {
+  uint64_t buckets = 0;  // m
+  uint64_t records = 0;
+  uint64_t stash_records = 0;
+  uint64_t stash_bytes = 0;
+  uint64_t data_bytes = 0;  // encoded bytes of all records
+  uint32_t block_size = 0;
+  uint64_t s0 = 0;
+  double epsilon = 0;
+  // data_bytes over the record bytes the m blocks can hold.
+  double utilization = 0;
+  LogicalLedger logical;
+  io::IoStats physical_blocks;  // the block file
+  io::IoStats physical_stash;   // the stash copy
+};
+
+class Table {
+ public:
+  // Opens the table in directory `path`, creating it (and the directory)
+  // when missing and options.create_if_missing. AlreadyExists when it exists
+  // and options.error_if_exists; NotFound when missing and not to be
+  // created; InvalidArgument for bad options, a layout that differs from the
+  // stored one, or a path that is not a directory; FailedPrecondition for a
+  // table of a newer format; DataLoss when the superblocks or the stash copy
+  // fail their checksums. Reads the superblocks and the stash copy, never the
+  // block file.
+  static absl::StatusOr<std::unique_ptr<Table>> Open(const Options& options,
+                                                     const std::string& path);
+
+  // Closes the table if Close was not called, ignoring errors.
+  ~Table();
+  Table(const Table&) = delete;
+  Table& operator=(const Table&) = delete;
+
+  // The value of `key`, or NotFound. Reads at most one block (none when the
+  // key is in the stash); DataLoss when that block fails its checksum.
+  absl::StatusOr<std::string> Get(std::string_view key);
+
+  // Inserts or replaces. Reads and writes the key's block once; may first
+  // add a bucket (one distribute: z block reads, z + 1 writes).
+  // InvalidArgument, with nothing written, when the record is larger than
+  // max_record_bytes(). FailedPrecondition on a read-only or closed table.
+  absl::Status Put(std::string_view key, std::string_view value);
+
+  // Removes `key`; an absent key is not an error. Reads and writes the key's
+  // block once (nothing when the key is in the stash); may then release a
+  // bucket (one distribute backwards).
+  absl::Status Delete(std::string_view key);
+
+  // Makes everything written so far durable: blocks, stash copy, then the
+  // next superblock, each synced.
+  absl::Status Sync();
+
+  // Sync, compact the stash copy, and release the files. Later calls fail
+  // with FailedPrecondition.
+  absl::Status Close();
+
+  TableStats GetStats() const;
+
+  // Reads every block and verifies the table: every checksum, every record
+  // in the block (or stash list) of its own bucket, no key twice, a stash
+  // list only where its block has no room for any of its records, the
+  // record and byte counts, and ceil(data / ((1 - epsilon) * block space)) <=
+  // m <= that + 1 with m >= s0. OK, or DataLoss naming the first fault.
+  // Reads the whole block file: for tests and `roundtable check`.
+  absl::Status Check();
+
+  // The largest encoded record (key and value with their length prefixes)
+  // a block takes: a quarter of the block's record space.
+  size_t max_record_bytes() const;
+
+  class Impl;
+
+ private:
+  explicit Table(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Removes the table's files and its directory (if then empty). OK when
+// nothing is there.
+absl::Status DestroyTable(const std::string& path);
+
+}  // namespace roundtable
+
+#endif  // ROUNDTABLE_ENGINE_TABLE_H_
