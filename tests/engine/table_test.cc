@@ -136,7 +136,9 @@ TEST_P(TableModelTest, GrowsFromEmptyAndShrinksBackToEmpty) {
   const std::string value(20, 'v');
   for (int i = 0; i < n; ++i) {
     ASSERT_TRUE(table->Put("key" + std::to_string(i), value).ok()) << i;
-    if (i % 4000 == 0) ASSERT_TRUE(table->Check().ok()) << table->Check();
+    if (i % 4000 == 0) {
+      ASSERT_TRUE(table->Check().ok()) << table->Check();
+    }
   }
   const TableStats full = table->GetStats();
   EXPECT_EQ(full.records, static_cast<uint64_t>(n));
@@ -145,7 +147,9 @@ TEST_P(TableModelTest, GrowsFromEmptyAndShrinksBackToEmpty) {
   ASSERT_TRUE(table->Check().ok()) << table->Check();
   for (int i = 0; i < n; ++i) {
     ASSERT_TRUE(table->Delete("key" + std::to_string(i)).ok()) << i;
-    if (i % 4000 == 0) ASSERT_TRUE(table->Check().ok()) << table->Check();
+    if (i % 4000 == 0) {
+      ASSERT_TRUE(table->Check().ok()) << table->Check();
+    }
   }
   const TableStats empty = table->GetStats();
   EXPECT_EQ(empty.records, 0u);
@@ -207,7 +211,9 @@ TEST(TableTest, TransfersFollowThePapersModel) {
         table->GetStats().logical.get_reads - before.logical.get_reads;
     // A stash hit reads nothing; any other Get reads exactly one block.
     EXPECT_LE(reads, 1u);
-    if (s.stash_records == 0) EXPECT_EQ(reads, 1u);
+    if (s.stash_records == 0) {
+      EXPECT_EQ(reads, 1u);
+    }
   }
   // A miss reads exactly one block too.
   const TableStats before = table->GetStats();
