@@ -108,8 +108,10 @@ absl::Status StashLog::AddToTail(char op, std::string_view key,
   *p++ = op;
   p = PutVarint(p, key.size());
   p = PutVarint(p, value.size());
-  std::memcpy(p, key.data(), key.size());
-  std::memcpy(p + key.size(), value.data(), value.size());
+  // A remove has an empty value whose data() may be null: memcpy must not
+  // see it.
+  if (!key.empty()) std::memcpy(p, key.data(), key.size());
+  if (!value.empty()) std::memcpy(p + key.size(), value.data(), value.size());
   ++tail_count_;
   return absl::OkStatus();
 }
