@@ -123,7 +123,7 @@ class Table::Impl {
     return *std::move(found);
   }
 
-  absl::Status Put(std::string_view key, std::string_view value) {
+  absl::Status CheckRecord(std::string_view key, std::string_view value) const {
     const size_t size = internal::EncodedSize(key, value);
     if (size > MaxRecord(block_size())) {
       const uint32_t fits = BlockSizeFor(size);
@@ -134,15 +134,107 @@ class Table::Impl {
           fits ? absl::StrCat("; a block size of ", fits, " would take it")
                : std::string("; no block size takes it")));
     }
+    return absl::OkStatus();
+  }
+
+  absl::Status Put(std::string_view key, std::string_view value) {
+    RT_RETURN_IF_ERROR(CheckRecord(key, value));
     absl::MutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckWritable());
-    RT_RETURN_IF_ERROR(PutLocked(key, value, size));
+    RT_RETURN_IF_ERROR(PutLocked(key, value));
     // A smaller value may leave the data small enough to release a bucket.
     return Fail(MaybeShrink());
   }
 
-  absl::Status PutLocked(std::string_view key, std::string_view value,
-                         size_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  struct BatchOp {
+    bool put;
+    std::string_view key;
+    std::string_view value;
+  };
+
+  absl::Status Write(const std::vector<BatchOp>& ops) {
+    for (const BatchOp& op : ops) {
+      if (op.put) RT_RETURN_IF_ERROR(CheckRecord(op.key, op.value));
+    }
+    absl::MutexLock lock(&mu_);
+    RT_RETURN_IF_ERROR(CheckWritable());
+    for (const BatchOp& op : ops) {
+      RT_RETURN_IF_ERROR(op.put ? PutLocked(op.key, op.value)
+                                : DeleteLocked(op.key));
+    }
+    return Fail(MaybeShrink());
+  }
+
+  std::vector<absl::StatusOr<std::string>> MultiGet(
+      std::span<const std::string_view> keys) {
+    std::vector<absl::StatusOr<std::string>> out(
+        keys.size(), absl::NotFoundError("key not found"));
+    absl::ReaderMutexLock lock(&mu_);
+    if (absl::Status s = CheckOpen(); !s.ok()) {
+      for (auto& o : out) o = s;
+      return out;
+    }
+    // Each distinct block not answered by the stash is read once, all in one
+    // batch.
+    absl::flat_hash_map<uint64_t, size_t> slot;  // bucket -> buffer index
+    std::vector<uint64_t> bucket_of(keys.size());
+    std::vector<int64_t> buffer_of(keys.size(), -1);
+    std::vector<io::AlignedBuffer> buffers;
+    std::vector<io::ReadRequest> reads;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const uint64_t b = mapping_.FindBucket(Hash(keys[i]));
+      bucket_of[i] = b;
+      if (const Record* r = FindInStash(b, keys[i])) {
+        out[i] = r->value;
+        continue;
+      }
+      auto [it, added] = slot.emplace(b, buffers.size());
+      if (added) buffers.emplace_back(block_size());
+      buffer_of[i] = static_cast<int64_t>(it->second);
+    }
+    for (const auto& [b, index] : slot) {
+      reads.push_back({b + kHeaderBlocks, buffers[index].span()});
+    }
+    if (absl::Status s = blocks_->ReadBatch(reads); !s.ok()) {
+      for (size_t i = 0; i < keys.size(); ++i) {
+        if (buffer_of[i] >= 0) out[i] = s;
+      }
+      return out;
+    }
+    logical_get_reads_.fetch_add(reads.size(), std::memory_order_relaxed);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (buffer_of[i] < 0) continue;
+      auto found = internal::FindInBlock(buffers[buffer_of[i]].span(),
+                                         bucket_of[i], keys[i]);
+      if (!found.ok()) {
+        out[i] = found.status();
+      } else if (*found) {
+        out[i] = **std::move(found);
+      }
+    }
+    return out;
+  }
+
+  // The records of bucket `b` (block, then stash list) into *out; false in
+  // *past_end when b >= m.
+  absl::Status BucketRecords(uint64_t b, std::vector<Record>* out,
+                             bool* past_end) {
+    absl::ReaderMutexLock lock(&mu_);
+    RT_RETURN_IF_ERROR(CheckOpen());
+    *past_end = b >= mapping_.num_buckets();
+    out->clear();
+    if (*past_end) return absl::OkStatus();
+    RT_ASSIGN_OR_RETURN(BucketBlock block, ReadBucket(b));
+    *out = std::move(block.records);
+    if (auto it = stash_.find(b); it != stash_.end()) {
+      out->insert(out->end(), it->second.begin(), it->second.end());
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status PutLocked(std::string_view key, std::string_view value)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const size_t size = internal::EncodedSize(key, value);
     bool grown = false;
     while (true) {
       const uint64_t b = mapping_.FindBucket(Hash(key));
@@ -208,6 +300,12 @@ class Table::Impl {
   absl::Status Delete(std::string_view key) {
     absl::MutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckWritable());
+    RT_RETURN_IF_ERROR(DeleteLocked(key));
+    return Fail(MaybeShrink());
+  }
+
+  absl::Status DeleteLocked(std::string_view key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const uint64_t b = mapping_.FindBucket(Hash(key));
     if (FindInStash(b, key) != nullptr) {
       RT_RETURN_IF_ERROR(Fail(RemoveFromStash(b, key)));
@@ -224,7 +322,7 @@ class Table::Impl {
       ++logical_.delete_writes;
       RT_RETURN_IF_ERROR(Fail(WriteBucket(block)));
     }
-    return Fail(MaybeShrink());
+    return absl::OkStatus();
   }
 
   // Releases buckets while the data fits in m - 2 blocks: one bucket of
@@ -617,6 +715,66 @@ absl::Status Table::Put(std::string_view key, std::string_view value) {
 }
 absl::Status Table::Delete(std::string_view key) { return impl_->Delete(key); }
 absl::Status Table::Sync() { return impl_->Sync(); }
+
+absl::Status Table::Write(const WriteBatch& batch) {
+  std::vector<Impl::BatchOp> ops;
+  ops.reserve(batch.ops_.size());
+  for (const WriteBatch::Op& op : batch.ops_) {
+    ops.push_back({op.put, op.key, op.value});
+  }
+  return impl_->Write(ops);
+}
+
+std::vector<absl::StatusOr<std::string>> Table::MultiGet(
+    std::span<const std::string_view> keys) {
+  return impl_->MultiGet(keys);
+}
+
+namespace {
+
+class TableIterator final : public Iterator {
+ public:
+  explicit TableIterator(Table::Impl* impl) : impl_(impl) { Load(); }
+
+  bool Valid() const override { return pos_ < records_.size(); }
+  void Next() override {
+    if (++pos_ >= records_.size()) {
+      ++bucket_;
+      Load();
+    }
+  }
+  std::string_view key() const override { return records_[pos_].key; }
+  std::string_view value() const override { return records_[pos_].value; }
+  absl::Status status() const override { return status_; }
+
+ private:
+  // Moves to the first non-empty bucket from bucket_ on.
+  void Load() {
+    pos_ = 0;
+    while (true) {
+      bool past_end = false;
+      status_ = impl_->BucketRecords(bucket_, &records_, &past_end);
+      if (!status_.ok() || past_end) {
+        records_.clear();
+        return;
+      }
+      if (!records_.empty()) return;
+      ++bucket_;
+    }
+  }
+
+  Table::Impl* impl_;
+  uint64_t bucket_ = 0;
+  std::vector<Record> records_;
+  size_t pos_ = 0;
+  absl::Status status_;
+};
+
+}  // namespace
+
+std::unique_ptr<Iterator> Table::NewIterator() {
+  return std::make_unique<TableIterator>(impl_.get());
+}
 absl::Status Table::Close() { return impl_->Close(); }
 TableStats Table::GetStats() const { return impl_->GetStats(); }
 absl::Status Table::Check() { return impl_->Check(); }

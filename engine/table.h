@@ -13,8 +13,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -71,6 +73,54 @@ struct TableStats {
   io::IoStats physical_stash;   // the stash copy
 };
 
+// Puts and deletes applied by Table::Write in order, all or nothing: every
+// record is checked before anything is applied, so a bad record refuses the
+// whole batch with nothing written.
+class WriteBatch {
+ public:
+  void Put(std::string_view key, std::string_view value) {
+    ops_.push_back({true, std::string(key), std::string(value)});
+  }
+  void Delete(std::string_view key) {
+    ops_.push_back({false, std::string(key), {}});
+  }
+  void Clear() { ops_.clear(); }
+  size_t Count() const { return ops_.size(); }
+
+ private:
+  friend class Table;
+  struct Op {
+    bool put;
+    std::string key;
+    std::string value;
+  };
+  std::vector<Op> ops_;
+};
+
+// An unordered, forward-only walk over the table's records: bucket by
+// bucket, each bucket's block and then its stash list.
+//
+// With no writes during the walk it yields every live record exactly once.
+// Writes may run meanwhile (the iterator holds no lock between steps): then
+// each bucket is seen as it was when the walk reached it, so a record written
+// or moved by a distribute during the walk may be missed or seen twice, and
+// every record yielded was in the table at some point during the walk.
+//
+// Thread-safety: one iterator must not be used from two threads at once.
+// REQUIRES: the table outlives the iterator.
+class Iterator {
+ public:
+  virtual ~Iterator() = default;
+  virtual bool Valid() const = 0;
+  // REQUIRES: Valid().
+  virtual void Next() = 0;
+  virtual std::string_view key() const = 0;
+  virtual std::string_view value() const = 0;
+  // OK, or the error that ended the walk early (a block failing its
+  // checksum, a closed table).
+  virtual absl::Status status() const = 0;
+};
+
 class Table {
  public:
   // Opens the table in directory `path`, creating it (and the directory)
@@ -103,6 +153,21 @@ class Table {
   // block once (nothing when the key is in the stash); may then release a
   // bucket (one distribute backwards).
   absl::Status Delete(std::string_view key);
+
+  // Applies the batch's puts and deletes in order. Every record is checked
+  // first: an oversize one refuses the batch with InvalidArgument and nothing
+  // is written. (An I/O failure part-way leaves the table refusing writes, as
+  // any failed write does.)
+  absl::Status Write(const WriteBatch& batch);
+
+  // The values of `keys`, in order (NotFound for absent ones). The blocks
+  // of all keys not in the stash are read in one batch submission, each
+  // distinct block once.
+  std::vector<absl::StatusOr<std::string>> MultiGet(
+      std::span<const std::string_view> keys);
+
+  // A walk over every record; see Iterator.
+  std::unique_ptr<Iterator> NewIterator();
 
   // Makes everything written so far durable: blocks, stash copy, then the
   // next superblock, each synced.

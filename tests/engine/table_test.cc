@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -89,6 +90,54 @@ TEST_P(TableModelTest, RandomOperationsMatchAStdMap) {
         const std::string key = random_key();
         ASSERT_TRUE(table->Delete(key).ok()) << "step " << step;
         model.erase(key);
+      } else if (op < 72) {
+        // A batch of up to five puts and deletes.
+        WriteBatch batch;
+        std::map<std::string, std::optional<std::string>> effect;
+        for (int k = 1 + rng() % 5; k > 0; --k) {
+          const std::string key = random_key();
+          if (rng() % 3) {
+            std::string value(rng() % 40, 'A' + rng() % 26);
+            batch.Put(key, value);
+            effect[key] = value;
+          } else {
+            batch.Delete(key);
+            effect[key] = std::nullopt;
+          }
+        }
+        ASSERT_TRUE(table->Write(batch).ok()) << "step " << step;
+        for (const auto& [key, value] : effect) {
+          if (value) {
+            model[key] = *value;
+          } else {
+            model.erase(key);
+          }
+        }
+      } else if (op < 78) {
+        std::vector<std::string> keys;
+        for (int k = 0; k < 6; ++k) keys.push_back(random_key());
+        const std::vector<std::string_view> views(keys.begin(), keys.end());
+        const auto got = table->MultiGet(views);
+        ASSERT_EQ(got.size(), keys.size());
+        for (size_t k = 0; k < keys.size(); ++k) {
+          auto it = model.find(keys[k]);
+          if (it == model.end()) {
+            ASSERT_EQ(got[k].status().code(), absl::StatusCode::kNotFound);
+          } else {
+            ASSERT_TRUE(got[k].ok()) << got[k].status();
+            ASSERT_EQ(*got[k], it->second);
+          }
+        }
+      } else if (op < 79) {
+        // A full scan yields the model exactly once each.
+        std::map<std::string, std::string> seen;
+        auto it = table->NewIterator();
+        for (; it->Valid(); it->Next()) {
+          ASSERT_TRUE(seen.emplace(it->key(), it->value()).second)
+              << "key " << it->key() << " twice";
+        }
+        ASSERT_TRUE(it->status().ok()) << it->status();
+        ASSERT_EQ(seen, model) << "step " << step;
       } else if (op < 98) {
         const std::string key = random_key();
         auto got = table->Get(key);
@@ -355,6 +404,53 @@ TEST(TableTest, OpenRefusesBadOptionsAndMismatches) {
   EXPECT_EQ(Table::Open(o, file).status().code(),
             absl::StatusCode::kInvalidArgument);
   unlink(file.c_str());
+}
+
+TEST(TableTest, BatchWithAnOversizeRecordChangesNothing) {
+  const std::string dir = TempDir("batch");
+  auto table = OpenOrDie(Posix(), dir);
+  ASSERT_NE(table, nullptr);
+  ASSERT_TRUE(table->Put("keep", "1").ok());
+  WriteBatch batch;
+  batch.Put("a", "x");
+  batch.Delete("keep");
+  batch.Put("huge", std::string(5000, 'h'));
+  EXPECT_EQ(table->Write(batch).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(table->GetStats().records, 1u);
+  EXPECT_EQ(*table->Get("keep"), "1");
+  EXPECT_EQ(table->Get("a").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(TableTest, MultiGetReadsEachBlockOnceInOneSubmission) {
+  if (!io::UringAvailable()) GTEST_SKIP() << "no io_uring here";
+  Options o;
+  o.backend = io::Backend::kUring;
+  o.s0 = 16;
+  const std::string dir = TempDir("multiget");
+  auto table = OpenOrDie(o, dir);
+  ASSERT_NE(table, nullptr);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 12; ++i) {
+    keys.push_back("key" + std::to_string(i));
+    ASSERT_TRUE(table->Put(keys.back(), "v" + std::to_string(i)).ok());
+  }
+  keys.push_back("absent");
+  keys.push_back("key3");  // twice: its block is still read once
+  const std::vector<std::string_view> views(keys.begin(), keys.end());
+  const TableStats before = table->GetStats();
+  const auto got = table->MultiGet(views);
+  const TableStats after = table->GetStats();
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(*got[i], "v" + std::to_string(i));
+  EXPECT_EQ(got[12].status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(*got[13], "v3");
+  const uint64_t blocks =
+      after.physical_blocks.blocks_read - before.physical_blocks.blocks_read;
+  EXPECT_EQ(after.logical.get_reads - before.logical.get_reads, blocks);
+  EXPECT_LE(blocks, 13u);
+  EXPECT_GE(blocks, 2u);
+  EXPECT_EQ(
+      after.physical_blocks.submissions - before.physical_blocks.submissions,
+      1u);
 }
 
 TEST(TableTest, ReadOnlyRefusesWrites) {
