@@ -782,6 +782,58 @@ size_t Table::max_record_bytes() const {
   return MaxRecord(impl_->block_size());
 }
 
+namespace {
+
+// The newest valid superblock of the table at `path`. The stored block size
+// decides where copy 1 starts, so the file is opened with 512-byte blocks and
+// each possible offset tried (superblocks fit in 512 bytes).
+absl::StatusOr<Superblock> ReadSuperblock(const std::string& path,
+                                          io::Backend backend) {
+  io::DeviceOptions probe;
+  probe.backend = backend;
+  probe.block_size = 512;
+  probe.create_if_missing = false;
+  RT_ASSIGN_OR_RETURN(auto device,
+                      io::OpenBlockDevice(Join(path, kBlocksFile), probe));
+  absl::StatusOr<Superblock> best =
+      absl::DataLossError(absl::StrCat(path, ": no valid superblock"));
+  io::AlignedBuffer buffer(512);
+  for (uint32_t bs = 512; bs <= 65536; bs *= 2) {
+    for (uint64_t slot = 0; slot < kHeaderBlocks; ++slot) {
+      const uint64_t block = slot * (bs / 512);
+      if (block >= device->num_blocks() || (slot == 0 && bs > 512)) continue;
+      RT_RETURN_IF_ERROR(device->Read(block, buffer.span()));
+      auto decoded = internal::DecodeSuperblock(buffer.span());
+      // Copy 0 is at offset 0 whatever the block size; copy 1 only counts
+      // where its recorded block size puts it.
+      if (!decoded.ok() || (slot == 1 && decoded->block_size != bs)) continue;
+      if (!best.ok() || decoded->sequence > best->sequence) best = decoded;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+absl::StatusOr<Options> Table::ReadLayout(const std::string& path) {
+  if (access(Join(path, kBlocksFile).c_str(), F_OK) != 0) {
+    return absl::NotFoundError(absl::StrCat("no table at ", path));
+  }
+  RT_ASSIGN_OR_RETURN(const Superblock sb,
+                      ReadSuperblock(path, io::Backend::kPosix));
+  if (sb.format_version > internal::kFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, " has format version ", sb.format_version,
+        "; this build reads up to ", internal::kFormatVersion));
+  }
+  Options o;
+  o.block_size = sb.block_size;
+  o.s0 = sb.s0;
+  o.epsilon = sb.epsilon;
+  o.hash_seed = sb.hash_seed;
+  return o;
+}
+
 absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
                                                    const std::string& path) {
   RT_RETURN_IF_ERROR(CheckOptions(options));
@@ -813,30 +865,7 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
 
   Superblock sb;
   if (exists) {
-    // The stored block size decides how to read the superblocks: open with
-    // the smallest block size first and read the real one from block 0's
-    // bytes (superblocks fit in 512 bytes).
-    io::DeviceOptions probe = dev;
-    probe.block_size = 512;
-    probe.direct_io = false;
-    RT_ASSIGN_OR_RETURN(auto device,
-                        io::OpenBlockDevice(Join(path, kBlocksFile), probe));
-    absl::StatusOr<Superblock> best =
-        absl::DataLossError(absl::StrCat(path, ": no valid superblock"));
-    for (uint64_t slot = 0; slot < kHeaderBlocks; ++slot) {
-      // Slot `slot` starts at slot * stored block size; try each size.
-      for (uint32_t bs = 512; bs <= 65536; bs *= 2) {
-        const uint64_t block = slot * (bs / 512);
-        if (block >= device->num_blocks()) break;
-        io::AlignedBuffer buffer(512);
-        RT_RETURN_IF_ERROR(device->Read(block, buffer.span()));
-        auto decoded = internal::DecodeSuperblock(buffer.span());
-        if (!decoded.ok() || decoded->block_size != bs) continue;
-        if (!best.ok() || decoded->sequence > best->sequence) best = decoded;
-      }
-    }
-    if (!best.ok()) return best.status();
-    sb = *best;
+    RT_ASSIGN_OR_RETURN(sb, ReadSuperblock(path, options.backend));
     if (sb.format_version > internal::kFormatVersion) {
       return absl::FailedPreconditionError(
           absl::StrCat(path, " has format version ", sb.format_version,

@@ -134,6 +134,12 @@ class Table {
   static absl::StatusOr<std::unique_ptr<Table>> Open(const Options& options,
                                                      const std::string& path);
 
+  // The layout stored in the table at `path` (block size, s0, epsilon, hash
+  // seed), with the other fields at their defaults: what a tool that did not
+  // create the table passes to Open. NotFound when there is no table;
+  // DataLoss or FailedPrecondition as Open.
+  static absl::StatusOr<Options> ReadLayout(const std::string& path);
+
   // Closes the table if Close was not called, ignoring errors.
   ~Table();
   Table(const Table&) = delete;

@@ -123,6 +123,101 @@ TEST(RoundtableCliTest, BadInputExitsNonZeroWithAMessage) {
   }
 }
 
+std::string TableDir() {
+  static int counter = 0;
+  const std::string dir = testing::TempDir() + "/cli_table_" +
+                          std::to_string(getpid()) + "_" +
+                          std::to_string(counter++);
+  std::system(("rm -rf " + dir).c_str());
+  return dir;
+}
+
+TEST(RoundtableCliTest, StoreCommandsRoundTrip) {
+  const std::string dir = TableDir();
+  Outcome o = RunTool("create " + dir + " --s0=4 --block_size=1024");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  o = RunTool("put " + dir + " 'tab\\there' 'new\\nline'");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  o = RunTool("get " + dir + " 'tab\\there'");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.out, "new\nline\n");  // raw bytes, then a newline
+  o = RunTool("load " + dir, "k1\tv1\nk2\tv\\x002\n\nk3\t\n");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  o = RunTool("scan " + dir);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  for (const char* line :
+       {"tab\\there\tnew\\nline\n", "k1\tv1\n", "k2\tv\\x002\n", "k3\t\n"}) {
+    EXPECT_NE(o.out.find(line), std::string::npos) << line << " in " << o.out;
+  }
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 4);
+  o = RunTool("del " + dir + " k1");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  o = RunTool("get " + dir + " k1");
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_NE(o.err.find("not found"), std::string::npos) << o.err;
+  o = RunTool("stats " + dir + " --json");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  for (const char* field :
+       {"\"buckets\":4", "\"records\":3", "\"stash_records\":0",
+        "\"block_size\":1024", "\"s0\":4", "\"epsilon\":0.1",
+        "\"data_bytes\":", "\"utilization\":", "\"logical\":{",
+        "\"get_block_reads\":", "\"physical_block_file\":{"}) {
+    EXPECT_NE(o.out.find(field), std::string::npos) << field << " in " << o.out;
+  }
+  o = RunTool("check " + dir);
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("ok: 3 records"), std::string::npos) << o.out;
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST(RoundtableCliTest, StoreCommandsRefuseBadInput) {
+  const std::string dir = TableDir();
+  ASSERT_EQ(RunTool("create " + dir).exit_code, 0);
+  struct Bad {
+    std::string args, input, says;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {"create " + dir, "", "exists"},
+           {"create " + dir + "_x --block_size=1000", "", "block size"},
+           {"create " + dir + "_y --epsilon=2", "", "epsilon"},
+           {"get " + dir + "_missing k", "", "no table"},
+           {"put " + dir + " k", "", "usage"},
+           {"put " + dir + " 'bad\\q' v", "", "unknown escape"},
+           {"load " + dir, "k1 without a tab\n", "line 1"},
+           {"put " + dir + " k " + std::string(2000, 'x'), "", "inline limit"},
+       }) {
+    const Outcome o = RunTool(bad.args, bad.input);
+    EXPECT_EQ(o.exit_code, 1) << bad.args;
+    EXPECT_NE(o.err.find(bad.says), std::string::npos)
+        << bad.args << "\nstderr: " << o.err;
+  }
+  // A corrupt block: check fails with a message naming it.
+  {
+    const std::string blocks = dir + "/blocks";
+    FILE* f = std::fopen(blocks.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    std::fseek(f, 3 * 4096 + 100, SEEK_SET);
+    std::fputc('!', f);
+    std::fclose(f);
+  }
+  const Outcome o = RunTool("check " + dir);
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_NE(o.err.find("bucket 1"), std::string::npos) << o.err;
+  std::system(("rm -rf " + dir + " " + dir + "_x " + dir + "_y").c_str());
+}
+
+TEST(RoundtableCliTest, DemoRunsAndSummarises) {
+  const std::string dir = TableDir();
+  const Outcome o = RunTool("demo " + dir + " --records=5000");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  for (const char* part : {"5000 records", "puts/s", "gets/s", "deletes/s",
+                           "utilization", "stash", "MiB in " }) {
+    EXPECT_NE(o.out.find(part), std::string::npos) << part << " in " << o.out;
+  }
+  EXPECT_EQ(RunTool("check " + dir).exit_code, 0);
+  std::system(("rm -rf " + dir).c_str());
+}
+
 TEST(RoundtableCliTest, BalanceExperimentRunsSmall) {
   const std::string csv =
       testing::TempDir() + "/balance_" + std::to_string(getpid()) + ".csv";

@@ -9,11 +9,17 @@
 //   roundtable experiment balance [--buckets=10000] [--values=1000000000]
 //       [--s0=1,2,...,128] [--mappings=round,...] [--threads=N] [--csv=FILE]
 //       the bucket-size distribution of evenly spaced hashes (Table 2).
+//   roundtable create DIR [--block_size=4096 --s0=32 --epsilon=0.1]
+//   roundtable put DIR KEY VALUE | get DIR KEY | del DIR KEY
+//   roundtable load DIR [FILE] | scan DIR | stats DIR [--json] | check DIR
+//   roundtable demo [DIR] [--records=1000000]
 //
 // docs/cli.md describes every flag.
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -27,6 +33,7 @@
 #include "absl/strings/str_join.h"
 #include "tools/roundtable/balance.h"
 #include "tools/roundtable/map_command.h"
+#include "tools/roundtable/table_commands.h"
 
 ABSL_FLAG(std::string, mapping, "round",
           "map: the mapping scheme (round, jump, linear-slack, "
@@ -48,6 +55,10 @@ ABSL_FLAG(std::vector<std::string>, mappings,
           "experiment balance: the mappings to measure");
 ABSL_FLAG(int, threads, 0, "worker threads for experiments (0: one per core)");
 ABSL_FLAG(std::string, csv, "", "experiment balance: also write CSV here");
+ABSL_FLAG(uint32_t, block_size, 4096, "create: block size in bytes");
+ABSL_FLAG(double, epsilon, 0.1, "create: free fraction kept in the blocks");
+ABSL_FLAG(bool, json, false, "stats: print one JSON object");
+ABSL_FLAG(uint64_t, records, 1000000, "demo: records to load");
 
 namespace roundtable::cli {
 namespace {
@@ -56,6 +67,16 @@ constexpr char kUsage[] =
     "roundtable <command> [flags]\n"
     "\n"
     "commands:\n"
+    "  create DIR          a new table (--block_size --s0 --epsilon)\n"
+    "  put DIR KEY VALUE   store a record (keys and values escaped: \\t \\n "
+    "\\\\ \\xHH)\n"
+    "  get DIR KEY         print the value; exit 1 when absent\n"
+    "  del DIR KEY         remove a record\n"
+    "  load DIR [FILE]     store tab-separated records (stdin without FILE)\n"
+    "  scan DIR            print every record, tab-separated\n"
+    "  stats DIR           counts, utilization, ledgers (--json)\n"
+    "  check DIR           verify every checksum and placement\n"
+    "  demo [DIR]          load, read back and delete --records records\n"
     "  map                 bucket of each hash on stdin, or the buckets "
     "touched\n"
     "                      by --grow=N / --shrink=N steps\n"
@@ -130,6 +151,78 @@ int Balance() {
   return 0;
 }
 
+// Runs a store command; `words` are the command and its arguments.
+int TableCommand(const std::vector<std::string>& words) {
+  const std::string& command = words[0];
+  const size_t args = words.size() - 1;
+  auto usage = [&](const char* shape) {
+    return Fail(command, absl::StrCat("usage: roundtable ", command, " ",
+                                      shape));
+  };
+  absl::Status status;
+  if (command == "create") {
+    if (args != 1) return usage("DIR [--block_size --s0 --epsilon]");
+    Options layout;
+    layout.block_size = absl::GetFlag(FLAGS_block_size);
+    layout.epsilon = absl::GetFlag(FLAGS_epsilon);
+    auto s0 = ParseList("s0", absl::GetFlag(FLAGS_s0));
+    if (!s0.ok()) return Fail(command, s0.status());
+    if (s0->size() > 1) return Fail(command, "--s0 takes one value");
+    if (!s0->empty()) layout.s0 = s0->front();
+    status = RunCreate(words[1], layout);
+  } else if (command == "put") {
+    if (args != 3) return usage("DIR KEY VALUE");
+    status = RunPut(words[1], words[2], words[3]);
+  } else if (command == "get") {
+    if (args != 2) return usage("DIR KEY");
+    status = RunGet(words[1], words[2], std::cout);
+    if (absl::IsNotFound(status) && status.message() == "key not found") {
+      return Fail(command, "not found");
+    }
+  } else if (command == "del") {
+    if (args != 2) return usage("DIR KEY");
+    status = RunDel(words[1], words[2]);
+  } else if (command == "load") {
+    if (args != 1 && args != 2) return usage("DIR [FILE]");
+    if (args == 2) {
+      std::ifstream in(words[2]);
+      if (!in) return Fail(command, absl::StrCat("cannot read ", words[2]));
+      status = RunLoad(words[1], in, isatty(STDERR_FILENO));
+    } else {
+      status = RunLoad(words[1], std::cin, isatty(STDERR_FILENO));
+    }
+  } else if (command == "scan") {
+    if (args != 1) return usage("DIR");
+    std::ios::sync_with_stdio(false);
+    status = RunScan(words[1], std::cout);
+    std::cout.flush();
+  } else if (command == "stats") {
+    if (args != 1) return usage("DIR [--json]");
+    status = RunStats(words[1], absl::GetFlag(FLAGS_json), std::cout);
+  } else if (command == "check") {
+    if (args != 1) return usage("DIR");
+    status = RunCheck(words[1], std::cout);
+  } else if (command == "demo") {
+    if (args > 1) return usage("[DIR] [--records=N]");
+    std::string dir;
+    if (args == 1) {
+      dir = words[1];
+    } else {
+      char tmpl[] = "/tmp/roundtable-demo-XXXXXX";
+      if (mkdtemp(tmpl) == nullptr) {
+        return Fail(command, "cannot create a directory under /tmp");
+      }
+      dir = std::string(tmpl) + "/table";
+    }
+    status = RunDemo(dir, absl::GetFlag(FLAGS_records), isatty(STDERR_FILENO),
+                     std::cout);
+  } else {
+    return -1;
+  }
+  if (!status.ok()) return Fail(command, status);
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
@@ -143,6 +236,7 @@ int Main(int argc, char** argv) {
   if (words == std::vector<std::string>{"experiment", "balance"}) {
     return Balance();
   }
+  if (const int rc = TableCommand(words); rc >= 0) return rc;
   std::cerr << "roundtable: unknown command '" << absl::StrJoin(words, " ")
             << "'\n\n"
             << kUsage << "\n";

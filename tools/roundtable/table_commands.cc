@@ -1,0 +1,280 @@
+#include "tools/roundtable/table_commands.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
+#include <istream>
+#include <ostream>
+#include <random>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "io/status_macros.h"
+#include "tools/roundtable/tsv.h"
+
+namespace roundtable::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+absl::StatusOr<std::unique_ptr<Table>> OpenExisting(const std::string& dir,
+                                                    bool read_only) {
+  RT_ASSIGN_OR_RETURN(Options o, Table::ReadLayout(dir));
+  o.create_if_missing = false;
+  o.read_only = read_only;
+  return Table::Open(o, dir);
+}
+
+uint64_t FileBytes(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+uint64_t TableBytes(const std::string& dir) {
+  return FileBytes(dir + "/blocks") + FileBytes(dir + "/stash");
+}
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// "\r<label> [#####.....]  45%  450000 records  300123/s" on standard error.
+void ShowProgress(const char* label, uint64_t done, uint64_t total,
+                  double seconds) {
+  const int width = 30;
+  const int filled =
+      total ? static_cast<int>(width * static_cast<double>(done) / total) : 0;
+  std::string bar(filled, '#');
+  bar.resize(width, '.');
+  std::fprintf(stderr, "\r%-8s [%s] %3.0f%% %10llu records %9.0f/s", label,
+               bar.c_str(), total ? 100.0 * done / total : 0.0,
+               static_cast<unsigned long long>(done),
+               seconds > 0 ? done / seconds : 0.0);
+  std::fflush(stderr);
+}
+
+void ClearProgress() { std::fprintf(stderr, "\r%80s\r", ""); }
+
+}  // namespace
+
+absl::Status RunCreate(const std::string& dir, const Options& layout) {
+  Options o = layout;
+  o.error_if_exists = true;
+  RT_ASSIGN_OR_RETURN(auto table, Table::Open(o, dir));
+  return table->Close();
+}
+
+absl::Status RunPut(const std::string& dir, const std::string& key,
+                    const std::string& value) {
+  RT_ASSIGN_OR_RETURN(const std::string k, Unescape(key));
+  RT_ASSIGN_OR_RETURN(const std::string v, Unescape(value));
+  RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, false));
+  RT_RETURN_IF_ERROR(table->Put(k, v));
+  return table->Close();
+}
+
+absl::Status RunGet(const std::string& dir, const std::string& key,
+                    std::ostream& out) {
+  RT_ASSIGN_OR_RETURN(const std::string k, Unescape(key));
+  RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, true));
+  RT_ASSIGN_OR_RETURN(const std::string value, table->Get(k));
+  out << value << '\n';
+  return table->Close();
+}
+
+absl::Status RunDel(const std::string& dir, const std::string& key) {
+  RT_ASSIGN_OR_RETURN(const std::string k, Unescape(key));
+  RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, false));
+  RT_RETURN_IF_ERROR(table->Delete(k));
+  return table->Close();
+}
+
+absl::Status RunLoad(const std::string& dir, std::istream& in,
+                     bool progress) {
+  RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, false));
+  std::string line;
+  uint64_t loaded = 0;
+  const auto start = Clock::now();
+  for (uint64_t number = 1; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos) {
+      table->Close().IgnoreError();
+      return absl::InvalidArgumentError(absl::StrCat(
+          "line ", number, ": expected an escaped key, a tab and a value"));
+    }
+    auto key = Unescape(std::string_view(line).substr(0, tab));
+    auto value = Unescape(std::string_view(line).substr(tab + 1));
+    absl::Status s = key.ok() ? value.status() : key.status();
+    if (s.ok()) s = table->Put(*key, *value);
+    if (!s.ok()) {
+      table->Close().IgnoreError();
+      return absl::Status(s.code(),
+                          absl::StrCat("line ", number, ": ", s.message()));
+    }
+    if (progress && ++loaded % 65536 == 0) {
+      std::fprintf(stderr, "\rload: %llu records, %.0f/s",
+                   static_cast<unsigned long long>(loaded),
+                   loaded / Seconds(start));
+    }
+  }
+  if (progress) ClearProgress();
+  return table->Close();
+}
+
+absl::Status RunScan(const std::string& dir, std::ostream& out) {
+  RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, true));
+  auto it = table->NewIterator();
+  for (; it->Valid(); it->Next()) {
+    out << Escape(it->key()) << '\t' << Escape(it->value()) << '\n';
+  }
+  RT_RETURN_IF_ERROR(it->status());
+  return table->Close();
+}
+
+std::string StatsJson(const TableStats& s, uint64_t file_bytes) {
+  auto ledger = [](const io::IoStats& p) {
+    return absl::StrFormat(
+        "{\"blocks_read\":%d,\"bytes_read\":%d,\"blocks_written\":%d,"
+        "\"bytes_written\":%d,\"read_ops\":%d,\"write_ops\":%d,"
+        "\"submissions\":%d,\"syncs\":%d,\"wait_ns\":%d}",
+        p.blocks_read, p.bytes_read, p.blocks_written, p.bytes_written,
+        p.read_ops, p.write_ops, p.submissions, p.syncs, p.wait_ns);
+  };
+  const LogicalLedger& l = s.logical;
+  return absl::StrFormat(
+      "{\"buckets\":%d,\"records\":%d,\"stash_records\":%d,"
+      "\"stash_bytes\":%d,\"block_size\":%d,\"s0\":%d,\"epsilon\":%g,"
+      "\"data_bytes\":%d,\"utilization\":%.6f,\"file_bytes\":%d,"
+      "\"logical\":{\"get_block_reads\":%d,\"put_block_reads\":%d,"
+      "\"put_block_writes\":%d,\"delete_block_reads\":%d,"
+      "\"delete_block_writes\":%d,\"grow_block_reads\":%d,"
+      "\"grow_block_writes\":%d,\"shrink_block_reads\":%d,"
+      "\"shrink_block_writes\":%d,\"stash_copy_block_writes\":%d,"
+      "\"grows\":%d,\"shrinks\":%d},"
+      "\"physical_block_file\":%s,\"physical_stash_copy\":%s}",
+      s.buckets, s.records, s.stash_records, s.stash_bytes, s.block_size,
+      s.s0, s.epsilon, s.data_bytes, s.utilization, file_bytes, l.get_reads,
+      l.put_reads, l.put_writes, l.delete_reads, l.delete_writes,
+      l.grow_reads, l.grow_writes, l.shrink_reads, l.shrink_writes,
+      l.stash_copy_writes, l.grows, l.shrinks, ledger(s.physical_blocks),
+      ledger(s.physical_stash));
+}
+
+absl::Status RunStats(const std::string& dir, bool json, std::ostream& out) {
+  RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, true));
+  const TableStats s = table->GetStats();
+  const uint64_t bytes = TableBytes(dir);
+  if (json) {
+    out << StatsJson(s, bytes) << '\n';
+  } else {
+    out << absl::StrFormat(
+        "records        %d\nbuckets        %d\nstash records  %d (%.4f%%)\n"
+        "data bytes     %d\nutilization    %.4f\nblock size     %d\n"
+        "s0             %d\nepsilon        %g\nfile bytes     %d\n",
+        s.records, s.buckets, s.stash_records,
+        s.records ? 100.0 * s.stash_records / s.records : 0.0, s.data_bytes,
+        s.utilization, s.block_size, s.s0, s.epsilon, bytes);
+  }
+  return table->Close();
+}
+
+absl::Status RunCheck(const std::string& dir, std::ostream& out) {
+  RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, true));
+  RT_RETURN_IF_ERROR(table->Check());
+  const TableStats s = table->GetStats();
+  out << absl::StrFormat(
+      "ok: %d records in %d buckets (%d in the stash), every checksum and "
+      "placement verified\n",
+      s.records, s.buckets, s.stash_records);
+  return table->Close();
+}
+
+absl::Status RunDemo(const std::string& dir, uint64_t records, bool progress,
+                     std::ostream& out) {
+  Options o;
+  o.error_if_exists = true;
+  RT_ASSIGN_OR_RETURN(auto table, Table::Open(o, dir));
+  // Keys: 16 hex digits of a keyed permutation of 0 .. records-1 (an odd
+  // multiplier and an xor), so they are distinct and look random.
+  auto key_of = [](uint64_t i) {
+    return absl::StrFormat("%016x", (i * 0x9E3779B97F4A7C15ULL) ^ 0x5bd1e995);
+  };
+  const std::string value(100, 'v');
+  const uint64_t step = std::max<uint64_t>(1, records / 200);
+
+  auto phase = [&](const char* label, uint64_t n, auto op) -> absl::Status {
+    const auto start = Clock::now();
+    for (uint64_t i = 0; i < n; ++i) {
+      RT_RETURN_IF_ERROR(op(i));
+      if (progress && (i + 1) % step == 0) {
+        ShowProgress(label, i + 1, n, Seconds(start));
+      }
+    }
+    if (progress) ClearProgress();
+    return absl::OkStatus();
+  };
+
+  auto start = Clock::now();
+  RT_RETURN_IF_ERROR(phase("load", records, [&](uint64_t i) {
+    return table->Put(key_of(i), value);
+  }));
+  const double load_s = Seconds(start);
+  const TableStats loaded = table->GetStats();
+
+  start = Clock::now();
+  RT_RETURN_IF_ERROR(phase("read", records, [&](uint64_t i) -> absl::Status {
+    RT_ASSIGN_OR_RETURN(const std::string v, table->Get(key_of(i)));
+    if (v != value) {
+      return absl::DataLossError(absl::StrCat("wrong value for record ", i));
+    }
+    return absl::OkStatus();
+  }));
+  const double read_s = Seconds(start);
+  const TableStats read = table->GetStats();
+
+  start = Clock::now();
+  const uint64_t half = records / 2;
+  RT_RETURN_IF_ERROR(phase("delete", half, [&](uint64_t i) {
+    return table->Delete(key_of(2 * i));
+  }));
+  const double delete_s = Seconds(start);
+  const TableStats after = table->GetStats();
+  RT_RETURN_IF_ERROR(table->Close());
+
+  auto per = [](uint64_t transfers, uint64_t ops) {
+    return ops ? static_cast<double>(transfers) / ops : 0.0;
+  };
+  const LogicalLedger& l = loaded.logical;
+  out << absl::StrFormat(
+      "roundtable demo: %d records of 16-byte keys and 100-byte values\n"
+      "  load    %9.0f puts/s     %.2f block transfers/put (%d grows)\n"
+      "  read    %9.0f gets/s     %.2f block reads/get\n"
+      "  delete  %9.0f deletes/s  %.2f block transfers/delete (%d shrinks)\n"
+      "  after loading:  %d buckets, utilization %.3f, stash %d records "
+      "(%.3f%%)\n"
+      "  after deleting: %d records in %d buckets, utilization %.3f\n"
+      "  files: %.1f MiB in %s\n",
+      records, records / load_s,
+      per(l.put_reads + l.put_writes + l.grow_reads + l.grow_writes +
+              l.stash_copy_writes,
+          records),
+      l.grows, records / read_s,
+      per(read.logical.get_reads - loaded.logical.get_reads, records),
+      half / delete_s,
+      per(after.logical.delete_reads + after.logical.delete_writes +
+              after.logical.shrink_reads + after.logical.shrink_writes +
+              after.logical.stash_copy_writes - read.logical.stash_copy_writes,
+          half),
+      after.logical.shrinks, loaded.buckets, loaded.utilization,
+      loaded.stash_records,
+      loaded.records ? 100.0 * loaded.stash_records / loaded.records : 0.0,
+      after.records, after.buckets, after.utilization,
+      TableBytes(dir) / 1048576.0, dir);
+  return absl::OkStatus();
+}
+
+}  // namespace roundtable::cli

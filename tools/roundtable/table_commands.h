@@ -1,0 +1,49 @@
+// The store commands of the roundtable CLI: create, put, get, del, load,
+// scan, stats, check, and the demo. Keys and values on the command line and
+// in load/scan text use the escaping of tsv.h. Each function opens the table
+// at `dir` (with its stored layout), does its work and closes it.
+//
+// Thread-safety: each call is independent.
+#ifndef ROUNDTABLE_TOOLS_ROUNDTABLE_TABLE_COMMANDS_H_
+#define ROUNDTABLE_TOOLS_ROUNDTABLE_TABLE_COMMANDS_H_
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include "absl/status/status.h"
+#include "engine/table.h"
+
+namespace roundtable::cli {
+
+// AlreadyExists when there is a table at `dir`.
+absl::Status RunCreate(const std::string& dir, const Options& layout);
+absl::Status RunPut(const std::string& dir, const std::string& key,
+                    const std::string& value);
+// Prints the raw value bytes and a newline; NotFound when absent.
+absl::Status RunGet(const std::string& dir, const std::string& key,
+                    std::ostream& out);
+absl::Status RunDel(const std::string& dir, const std::string& key);
+// One record per line: escaped key, a tab, escaped value. Blank lines are
+// skipped; a bad line stops the load with its line number (the lines before
+// it are stored). `progress` shows a counter on standard error.
+absl::Status RunLoad(const std::string& dir, std::istream& in, bool progress);
+// Every record as a load line, in no particular order.
+absl::Status RunScan(const std::string& dir, std::ostream& out);
+absl::Status RunStats(const std::string& dir, bool json, std::ostream& out);
+// Verifies every checksum and placement invariant (Table::Check); prints a
+// one-line verdict.
+absl::Status RunCheck(const std::string& dir, std::ostream& out);
+
+// Creates a table in `dir`, loads `records` records (16-byte keys, 100-byte
+// values) with a progress bar, reads them all back, deletes half, and
+// prints a summary.
+absl::Status RunDemo(const std::string& dir, uint64_t records, bool progress,
+                     std::ostream& out);
+
+// Stats as one JSON object (the fields of TableStats).
+std::string StatsJson(const TableStats& s, uint64_t file_bytes);
+
+}  // namespace roundtable::cli
+
+#endif  // ROUNDTABLE_TOOLS_ROUNDTABLE_TABLE_COMMANDS_H_
