@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # Quick start, step 1: install what is missing, build a Release build in
-# build/ and run the main job, a tour of round-mapping (docs/mapping.md).
+# build/ and run the main job: the store's demo (a table in a temporary
+# directory loaded with a million records, read back, half deleted), then a
+# short tour of round-mapping (docs/mapping.md).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/tools/setup.sh"
 "$top/tools/build.sh" build
 rt="$top/build/tools/roundtable"
+
+echo
+echo "== the store: roundtable demo --records=${RT_DEMO_RECORDS:-1000000} =="
+"$rt" demo --records="${RT_DEMO_RECORDS:-1000000}"
 
 echo
 echo "== round-mapping with s0 = 3: the paper's Figure 1 =="
@@ -22,8 +28,4 @@ printf '%s\n' "${hashes[@]}" | "$rt" map --s0=64 --buckets=10000 |
   paste -d' ' <(printf '%s\n' "${hashes[@]}") - | awk '{printf "  %-20s -> bucket %s\n", $1, $2}'
 
 echo
-echo "== balance of 10^7 evenly spaced hashes over 10^4 buckets (Table 2, small) =="
-"$rt" experiment balance --buckets=10000 --values=10000000 --s0=1,8,64
-echo
-echo "The full Table 2 (10^9 values): build/tools/roundtable experiment balance"
-echo "Figure 2 benchmark: build/bench/mapping_bench; docs/benchmarks.md has results."
+echo "More: build/tools/roundtable --help; docs/cli.md; docs/benchmarks.md."
