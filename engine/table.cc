@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "engine/internal/block_cache.h"
 #include "engine/internal/block_format.h"
 #include "engine/internal/stash_log.h"
 #include "engine/internal/superblock.h"
@@ -85,6 +86,10 @@ class Table::Impl {
         blocks_(std::move(blocks)),
         stash_device_(std::move(stash_device)),
         stash_log_(stash_device_.get(), sb.stash_epoch, sb.stash_blocks),
+        cache_(options.block_cache_bytes, sb.block_size,
+               [this](uint64_t b, std::span<const std::byte> bytes) {
+                 return blocks_->Write(b + kHeaderBlocks, bytes);
+               }),
         payload_(Payload(sb.block_size)),
         record_count_(sb.record_count),
         data_bytes_(sb.data_bytes) {}
@@ -115,7 +120,7 @@ class Table::Impl {
     const uint64_t b = mapping_.FindBucket(Hash(key));
     if (const Record* r = FindInStash(b, key)) return r->value;
     io::AlignedBuffer buffer(block_size());
-    RT_RETURN_IF_ERROR(blocks_->Read(b + kHeaderBlocks, buffer.span()));
+    RT_RETURN_IF_ERROR(ReadBlockBytes(b, buffer.span()));
     logical_get_reads_.fetch_add(1, std::memory_order_relaxed);
     RT_ASSIGN_OR_RETURN(auto found,
                         internal::FindInBlock(buffer.span(), b, key));
@@ -192,16 +197,23 @@ class Table::Impl {
       if (added) buffers.emplace_back(block_size());
       buffer_of[i] = static_cast<int64_t>(it->second);
     }
+    std::vector<uint64_t> missed;
     for (const auto& [b, index] : slot) {
+      if (cache_.Lookup(b, buffers[index].span())) continue;
+      missed.push_back(b);
       reads.push_back({b + kHeaderBlocks, buffers[index].span()});
     }
-    if (absl::Status s = blocks_->ReadBatch(reads); !s.ok()) {
+    absl::Status s = blocks_->ReadBatch(reads);
+    for (size_t r = 0; s.ok() && r < missed.size(); ++r) {
+      s = cache_.Insert(missed[r], reads[r].buffer, /*dirty=*/false);
+    }
+    if (!s.ok()) {
       for (size_t i = 0; i < keys.size(); ++i) {
         if (buffer_of[i] >= 0) out[i] = s;
       }
       return out;
     }
-    logical_get_reads_.fetch_add(reads.size(), std::memory_order_relaxed);
+    logical_get_reads_.fetch_add(slot.size(), std::memory_order_relaxed);
     for (size_t i = 0; i < keys.size(); ++i) {
       if (buffer_of[i] < 0) continue;
       auto found = internal::FindInBlock(buffers[buffer_of[i]].span(),
@@ -373,6 +385,9 @@ class Table::Impl {
     st.logical = logical_;
     st.logical.get_reads = logical_get_reads_.load();
     st.logical.stash_copy_writes = stash_log_.block_writes();
+    st.cache_hits = cache_.hits();
+    st.cache_misses = cache_.misses();
+    st.cache_dirty_blocks = cache_.dirty_blocks();
     if (blocks_) st.physical_blocks = blocks_->stats();
     if (stash_device_) st.physical_stash = stash_device_->stats();
     return st;
@@ -555,15 +570,26 @@ class Table::Impl {
     return stash_log_.Rewrite(live);
   }
 
+  // Bucket b's encoded block, from the cache or the device (then cached).
+  absl::Status ReadBlockBytes(uint64_t b, std::span<std::byte> out) {
+    if (cache_.Lookup(b, out)) return absl::OkStatus();
+    RT_RETURN_IF_ERROR(blocks_->Read(b + kHeaderBlocks, out));
+    return cache_.Insert(b, out, /*dirty=*/false);
+  }
+
   absl::StatusOr<BucketBlock> ReadBucket(uint64_t b) {
     io::AlignedBuffer buffer(block_size());
-    RT_RETURN_IF_ERROR(blocks_->Read(b + kHeaderBlocks, buffer.span()));
+    RT_RETURN_IF_ERROR(ReadBlockBytes(b, buffer.span()));
     return internal::DecodeBlock(buffer.span(), b);
   }
 
+  // Into the cache as a dirty block, or straight to the device without one.
   absl::Status WriteBucket(const BucketBlock& block) {
     io::AlignedBuffer buffer(block_size());
     internal::EncodeBlock(block, buffer.span());
+    if (cache_.enabled()) {
+      return cache_.Insert(block.bucket, buffer.span(), /*dirty=*/true);
+    }
     return blocks_->Write(block.bucket + kHeaderBlocks, buffer.span());
   }
 
@@ -656,6 +682,7 @@ class Table::Impl {
       blocks.push_back(std::move(block));
     }
     RT_RETURN_IF_ERROR(Redistribute(blocks, change.sources));
+    cache_.DropFrom(mapping_.num_buckets());
     RT_RETURN_IF_ERROR(blocks_->Resize(kHeaderBlocks + mapping_.num_buckets()));
     logical_.shrink_reads += change.sources.size() + 1;
     logical_.shrink_writes += change.sources.size();
@@ -665,6 +692,7 @@ class Table::Impl {
 
   // Blocks, then the stash copy, then the next superblock, each synced.
   absl::Status SyncLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RT_RETURN_IF_ERROR(cache_.Flush());
     RT_RETURN_IF_ERROR(blocks_->Sync());
     RT_RETURN_IF_ERROR(stash_device_->Sync());
     sb_.num_buckets = mapping_.num_buckets();
@@ -686,6 +714,7 @@ class Table::Impl {
   std::unique_ptr<io::BlockDevice> blocks_;
   std::unique_ptr<io::BlockDevice> stash_device_;
   internal::StashLog stash_log_ ABSL_GUARDED_BY(mu_);
+  internal::BlockCache cache_;
   const size_t payload_;
 
   absl::flat_hash_map<uint64_t, std::vector<Record>> stash_
@@ -822,9 +851,9 @@ absl::StatusOr<Options> Table::ReadLayout(const std::string& path) {
   RT_ASSIGN_OR_RETURN(const Superblock sb,
                       ReadSuperblock(path, io::Backend::kPosix));
   if (sb.format_version > internal::kFormatVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, " has format version ", sb.format_version,
-        "; this build reads up to ", internal::kFormatVersion));
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " has format version ", sb.format_version,
+                     "; this build reads up to ", internal::kFormatVersion));
   }
   Options o;
   o.block_size = sb.block_size;

@@ -33,6 +33,10 @@ struct Options {
   uint64_t hash_seed = 0x726f756e64746162;  // XXH3 seed of the keys
 
   // Not part of the layout.
+  // Bytes of the write-back block cache. 0: every operation goes to the
+  // device (the paper's model). Dirty blocks reach the device when evicted
+  // and on Sync and Close.
+  uint64_t block_cache_bytes = 8 << 20;
   io::Backend backend = io::Backend::kAuto;
   bool direct_io = false;
   bool create_if_missing = true;
@@ -69,6 +73,9 @@ struct TableStats {
   // data_bytes over the record bytes the m blocks can hold.
   double utilization = 0;
   LogicalLedger logical;
+  uint64_t cache_hits = 0;    // block reads the cache answered
+  uint64_t cache_misses = 0;  // block reads that went to the device
+  uint64_t cache_dirty_blocks = 0;
   io::IoStats physical_blocks;  // the block file
   io::IoStats physical_stash;   // the stash copy
 };

@@ -40,13 +40,15 @@ struct Shape {
   uint64_t s0;
   double epsilon;
   io::Backend backend;
+  uint64_t cache_blocks;  // block cache size in blocks (0: none)
 };
 
 std::string ShapeName(const testing::TestParamInfo<Shape>& info) {
   const Shape& s = info.param;
   return "bs" + std::to_string(s.block_size) + "_s0_" + std::to_string(s.s0) +
          "_eps" + std::to_string(static_cast<int>(s.epsilon * 1000)) +
-         (s.backend == io::Backend::kUring ? "_uring" : "_posix");
+         (s.backend == io::Backend::kUring ? "_uring" : "_posix") + "_cache" +
+         std::to_string(s.cache_blocks);
 }
 
 class TableModelTest : public testing::TestWithParam<Shape> {
@@ -57,6 +59,7 @@ class TableModelTest : public testing::TestWithParam<Shape> {
     o.s0 = GetParam().s0;
     o.epsilon = GetParam().epsilon;
     o.backend = GetParam().backend;
+    o.block_cache_bytes = GetParam().cache_blocks * GetParam().block_size;
     return o;
   }
   void SetUp() override {
@@ -212,13 +215,16 @@ TEST_P(TableModelTest, GrowsFromEmptyAndShrinksBackToEmpty) {
 }
 
 std::vector<Shape> Shapes() {
+  // Caches of none, a few blocks (constant eviction of dirty blocks) and
+  // more than the table.
   return {
-      {4096, 32, 0.1, io::Backend::kPosix},
-      {512, 1, 0.25, io::Backend::kPosix},
-      {512, 3, 0.05, io::Backend::kUring},
-      {1024, 8, 0.125, io::Backend::kPosix},
-      {4096, 4, 0.5, io::Backend::kUring},
-      {16384, 2, 0.1, io::Backend::kPosix},
+      {4096, 32, 0.1, io::Backend::kPosix, 0},
+      {4096, 32, 0.1, io::Backend::kPosix, 2048},
+      {512, 1, 0.25, io::Backend::kPosix, 7},
+      {512, 3, 0.05, io::Backend::kUring, 0},
+      {1024, 8, 0.125, io::Backend::kPosix, 64},
+      {4096, 4, 0.5, io::Backend::kUring, 16},
+      {16384, 2, 0.1, io::Backend::kPosix, 0},
   };
 }
 
@@ -227,9 +233,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TableModelTest, testing::ValuesIn(Shapes()),
 
 // ---------------------------------------------------------------------------
 
+// POSIX I/O and no block cache: every logical transfer reaches the device.
 Options Posix() {
   Options o;
   o.backend = io::Backend::kPosix;
+  o.block_cache_bytes = 0;
   return o;
 }
 
@@ -425,6 +433,7 @@ TEST(TableTest, MultiGetReadsEachBlockOnceInOneSubmission) {
   if (!io::UringAvailable()) GTEST_SKIP() << "no io_uring here";
   Options o;
   o.backend = io::Backend::kUring;
+  o.block_cache_bytes = 0;
   o.s0 = 16;
   const std::string dir = TempDir("multiget");
   auto table = OpenOrDie(o, dir);
@@ -451,6 +460,36 @@ TEST(TableTest, MultiGetReadsEachBlockOnceInOneSubmission) {
   EXPECT_EQ(
       after.physical_blocks.submissions - before.physical_blocks.submissions,
       1u);
+}
+
+TEST(TableTest, WarmCacheAnswersReadsAndWritesBackOnSync) {
+  Options o = Posix();
+  o.block_cache_bytes = 1 << 20;
+  const std::string dir = TempDir("cache");
+  auto table = OpenOrDie(o, dir);
+  ASSERT_NE(table, nullptr);
+  for (int i = 0; i < 500; ++i) {
+    ASSERT_TRUE(table->Put("k" + std::to_string(i), "v").ok());
+  }
+  EXPECT_GT(table->GetStats().cache_dirty_blocks, 0u);
+  const TableStats before = table->GetStats();
+  for (int i = 0; i < 500; ++i) {
+    ASSERT_EQ(*table->Get("k" + std::to_string(i)), "v");
+  }
+  const TableStats after = table->GetStats();
+  // Every block is cached: 500 logical reads, no device read.
+  EXPECT_EQ(after.logical.get_reads - before.logical.get_reads, 500u);
+  EXPECT_EQ(after.physical_blocks.blocks_read,
+            before.physical_blocks.blocks_read);
+  EXPECT_EQ(after.cache_hits - before.cache_hits, 500u);
+  ASSERT_TRUE(table->Sync().ok());
+  EXPECT_EQ(table->GetStats().cache_dirty_blocks, 0u);
+  // Reopened without a cache, the synced blocks are all there.
+  table.reset();
+  table = OpenOrDie(Posix(), dir);
+  ASSERT_NE(table, nullptr);
+  ASSERT_TRUE(table->Check().ok()) << table->Check();
+  EXPECT_EQ(table->GetStats().records, 500u);
 }
 
 TEST(TableTest, ReadOnlyRefusesWrites) {
