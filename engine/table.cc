@@ -22,7 +22,6 @@
 
 namespace roundtable {
 
-using internal::BucketBlock;
 using internal::kHeaderBlocks;
 using internal::Record;
 using internal::Superblock;
@@ -87,9 +86,10 @@ class Table::Impl {
         stash_device_(std::move(stash_device)),
         stash_log_(stash_device_.get(), sb.stash_epoch, sb.stash_blocks),
         cache_(options.block_cache_bytes, sb.block_size,
-               [this](uint64_t b, std::span<const std::byte> bytes) {
-                 return blocks_->Write(b + kHeaderBlocks, bytes);
+               [this](uint64_t b, std::span<std::byte> bytes) {
+                 return WriteOut(b, bytes);
                }),
+        work_(sb.block_size),
         payload_(Payload(sb.block_size)),
         record_count_(sb.record_count),
         data_bytes_(sb.data_bytes) {}
@@ -119,13 +119,19 @@ class Table::Impl {
     RT_RETURN_IF_ERROR(CheckOpen());
     const uint64_t b = mapping_.FindBucket(Hash(key));
     if (const Record* r = FindInStash(b, key)) return r->value;
-    io::AlignedBuffer buffer(block_size());
-    RT_RETURN_IF_ERROR(ReadBlockBytes(b, buffer.span()));
     logical_get_reads_.fetch_add(1, std::memory_order_relaxed);
-    RT_ASSIGN_OR_RETURN(auto found,
-                        internal::FindInBlock(buffer.span(), b, key));
-    if (!found) return absl::NotFoundError("key not found");
-    return *std::move(found);
+    // A cached block is searched where it lies, with no copy.
+    std::optional<std::string> value;
+    auto find = [&](std::span<const std::byte> bytes) {
+      if (auto f = internal::EncodedBlock(bytes).Find(key)) value = f->value;
+    };
+    if (!cache_.Visit(b, find)) {
+      io::AlignedBuffer buffer(block_size());
+      RT_RETURN_IF_ERROR(LoadFromDevice(b, buffer.span()));
+      find(buffer.span());
+    }
+    if (!value) return absl::NotFoundError("key not found");
+    return *std::move(value);
   }
 
   absl::Status CheckRecord(std::string_view key, std::string_view value) const {
@@ -205,7 +211,8 @@ class Table::Impl {
     }
     absl::Status s = blocks_->ReadBatch(reads);
     for (size_t r = 0; s.ok() && r < missed.size(); ++r) {
-      s = cache_.Insert(missed[r], reads[r].buffer, /*dirty=*/false);
+      s = internal::VerifyBlock(reads[r].buffer, missed[r]);
+      if (s.ok()) s = cache_.Insert(missed[r], reads[r].buffer, false);
     }
     if (!s.ok()) {
       for (size_t i = 0; i < keys.size(); ++i) {
@@ -216,13 +223,9 @@ class Table::Impl {
     logical_get_reads_.fetch_add(slot.size(), std::memory_order_relaxed);
     for (size_t i = 0; i < keys.size(); ++i) {
       if (buffer_of[i] < 0) continue;
-      auto found = internal::FindInBlock(buffers[buffer_of[i]].span(),
-                                         bucket_of[i], keys[i]);
-      if (!found.ok()) {
-        out[i] = found.status();
-      } else if (*found) {
-        out[i] = **std::move(found);
-      }
+      auto found =
+          internal::EncodedBlock(buffers[buffer_of[i]].span()).Find(keys[i]);
+      if (found) out[i] = std::string(found->value);
     }
     return out;
   }
@@ -236,8 +239,12 @@ class Table::Impl {
     *past_end = b >= mapping_.num_buckets();
     out->clear();
     if (*past_end) return absl::OkStatus();
-    RT_ASSIGN_OR_RETURN(BucketBlock block, ReadBucket(b));
-    *out = std::move(block.records);
+    io::AlignedBuffer buffer(block_size());
+    RT_RETURN_IF_ERROR(LoadBlock(b, buffer.span()));
+    internal::EncodedBlock(buffer.span())
+        .ForEach([&](std::string_view k, std::string_view v) {
+          out->push_back(Record{std::string(k), std::string(v)});
+        });
     if (auto it = stash_.find(b); it != stash_.end()) {
       out->insert(out->end(), it->second.begin(), it->second.end());
     }
@@ -248,24 +255,21 @@ class Table::Impl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const size_t size = internal::EncodedSize(key, value);
     bool grown = false;
+    internal::EncodedBlock block(work_.span());
     while (true) {
       const uint64_t b = mapping_.FindBucket(Hash(key));
       // A key in the stash is replaced there (its block stays full, nothing
       // to read); otherwise the key's block is read.
       Record* stashed = FindInStash(b, key);
-      BucketBlock block;
-      int at = -1;
+      std::optional<internal::EncodedBlock::Found> found;
       size_t old = 0;
       if (stashed != nullptr) {
         old = internal::EncodedSize(stashed->key, stashed->value);
       } else {
-        RT_ASSIGN_OR_RETURN(block, ReadBucket(b));
+        RT_RETURN_IF_ERROR(LoadBlock(b, work_.span()));
         ++logical_.put_reads;
-        at = block.Find(key);
-        if (at >= 0) {
-          old = internal::EncodedSize(block.records[at].key,
-                                      block.records[at].value);
-        }
+        found = block.Find(key);
+        if (found) old = found->size;
       }
       // As the paper does, make room first if the data would pass
       // (1 - epsilon) of the blocks' capacity: at most one new bucket per
@@ -284,28 +288,26 @@ class Table::Impl {
         if (size >= old) return absl::OkStatus();
         // A smaller record may now fit its block: keep the rule that a
         // stash list exists only where its block has no room for it.
-        RT_ASSIGN_OR_RETURN(block, ReadBucket(b));
+        RT_RETURN_IF_ERROR(LoadBlock(b, work_.span()));
         ++logical_.put_reads;
-        if (block.used_bytes + size > payload_) return absl::OkStatus();
-        RT_RETURN_IF_ERROR(Fail(RefillFromStash(block)));
+        if (block.room() < size) return absl::OkStatus();
+        RT_RETURN_IF_ERROR(Fail(RefillFromStash(block, b)));
         ++logical_.put_writes;
-        return Fail(WriteBucket(block));
+        return Fail(StoreBlock(b, work_.span()));
       }
-      if (at >= 0) {
-        block.RemoveAt(at);
+      if (found) {
+        block.Remove(*found);
       } else {
         ++record_count_;
       }
       data_bytes_ = data_bytes_ - old + size;
-      Record record{std::string(key), std::string(value)};
-      if (block.used_bytes + size <= payload_) {
-        block.Add(std::move(record));
-      } else {
-        RT_RETURN_IF_ERROR(Fail(AddToStash(b, std::move(record))));
+      if (!block.Append(key, value)) {
+        RT_RETURN_IF_ERROR(
+            Fail(AddToStash(b, Record{std::string(key), std::string(value)})));
       }
-      RT_RETURN_IF_ERROR(Fail(RefillFromStash(block)));
+      RT_RETURN_IF_ERROR(Fail(RefillFromStash(block, b)));
       ++logical_.put_writes;
-      return Fail(WriteBucket(block));
+      return Fail(StoreBlock(b, work_.span()));
     }
   }
 
@@ -320,21 +322,19 @@ class Table::Impl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const uint64_t b = mapping_.FindBucket(Hash(key));
     if (FindInStash(b, key) != nullptr) {
-      RT_RETURN_IF_ERROR(Fail(RemoveFromStash(b, key)));
-    } else {
-      RT_ASSIGN_OR_RETURN(BucketBlock block, ReadBucket(b));
-      ++logical_.delete_reads;
-      const int at = block.Find(key);
-      if (at < 0) return absl::OkStatus();
-      data_bytes_ -=
-          internal::EncodedSize(block.records[at].key, block.records[at].value);
-      block.RemoveAt(at);
-      --record_count_;
-      RT_RETURN_IF_ERROR(Fail(RefillFromStash(block)));
-      ++logical_.delete_writes;
-      RT_RETURN_IF_ERROR(Fail(WriteBucket(block)));
+      return Fail(RemoveFromStash(b, key));
     }
-    return absl::OkStatus();
+    RT_RETURN_IF_ERROR(LoadBlock(b, work_.span()));
+    ++logical_.delete_reads;
+    internal::EncodedBlock block(work_.span());
+    const auto found = block.Find(key);
+    if (!found) return absl::OkStatus();
+    data_bytes_ -= found->size;
+    block.Remove(*found);
+    --record_count_;
+    RT_RETURN_IF_ERROR(Fail(RefillFromStash(block, b)));
+    ++logical_.delete_writes;
+    return Fail(StoreBlock(b, work_.span()));
   }
 
   // Releases buckets while the data fits in m - 2 blocks: one bucket of
@@ -416,17 +416,21 @@ class Table::Impl {
       bytes += internal::EncodedSize(r.key, r.value);
       return absl::OkStatus();
     };
+    io::AlignedBuffer buffer(block_size());
     for (uint64_t b = 0; b < m; ++b) {
-      RT_ASSIGN_OR_RETURN(BucketBlock block, ReadBucket(b));
-      for (const Record& r : block.records) {
-        RT_RETURN_IF_ERROR(note(r, b, "block"));
-      }
+      RT_RETURN_IF_ERROR(LoadBlock(b, buffer.span()));
+      const internal::EncodedBlock block(buffer.span());
+      absl::Status s;
+      block.ForEach([&](std::string_view k, std::string_view v) {
+        if (s.ok())
+          s = note(Record{std::string(k), std::string(v)}, b, "block");
+      });
+      RT_RETURN_IF_ERROR(s);
       auto it = stash_.find(b);
       if (it == stash_.end()) continue;
       for (const Record& r : it->second) {
         RT_RETURN_IF_ERROR(note(r, b, "stash"));
-        if (block.used_bytes + internal::EncodedSize(r.key, r.value) <=
-            payload_) {
+        if (internal::EncodedSize(r.key, r.value) <= block.room()) {
           return fault("bucket ", b,
                        " keeps a record in the stash that its block has "
                        "room for");
@@ -454,9 +458,8 @@ class Table::Impl {
   absl::Status Format() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     RT_RETURN_IF_ERROR(blocks_->Resize(kHeaderBlocks + sb_.num_buckets));
     for (uint64_t b = 0; b < sb_.num_buckets; ++b) {
-      BucketBlock empty;
-      empty.bucket = b;
-      RT_RETURN_IF_ERROR(WriteBucket(empty));
+      internal::EncodedBlock(work_.span()).Init(b);
+      RT_RETURN_IF_ERROR(StoreBlock(b, work_.span()));
     }
     return SyncLocked();
   }
@@ -531,22 +534,20 @@ class Table::Impl {
     return absl::OkStatus();
   }
 
-  // Moves the stash records of block.bucket that fit into the block.
-  absl::Status RefillFromStash(BucketBlock& block)
+  // Moves the stash records of bucket b that fit into its block.
+  absl::Status RefillFromStash(internal::EncodedBlock& block, uint64_t b)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto it = stash_.find(block.bucket);
+    auto it = stash_.find(b);
     if (it == stash_.end()) return absl::OkStatus();
     std::vector<Record>& list = it->second;
     for (size_t i = 0; i < list.size();) {
-      const size_t size = internal::EncodedSize(list[i].key, list[i].value);
-      if (block.used_bytes + size > payload_) {
+      if (!block.Append(list[i].key, list[i].value)) {
         ++i;
         continue;
       }
       RT_RETURN_IF_ERROR(stash_log_.AppendRemove(list[i].key));
-      stash_bytes_ -= size;
+      stash_bytes_ -= internal::EncodedSize(list[i].key, list[i].value);
       --stash_records_;
-      block.Add(std::move(list[i]));
       list[i] = std::move(list.back());
       list.pop_back();
     }
@@ -570,46 +571,55 @@ class Table::Impl {
     return stash_log_.Rewrite(live);
   }
 
-  // Bucket b's encoded block, from the cache or the device (then cached).
-  absl::Status ReadBlockBytes(uint64_t b, std::span<std::byte> out) {
+  // Bucket b's block into `out`: from the cache, or from the device (then
+  // verified and cached). Cached blocks were verified when read or made
+  // here, so they are not checked again.
+  absl::Status LoadBlock(uint64_t b, std::span<std::byte> out) {
     if (cache_.Lookup(b, out)) return absl::OkStatus();
+    return LoadFromDevice(b, out);
+  }
+
+  absl::Status LoadFromDevice(uint64_t b, std::span<std::byte> out) {
     RT_RETURN_IF_ERROR(blocks_->Read(b + kHeaderBlocks, out));
+    RT_RETURN_IF_ERROR(internal::VerifyBlock(out, b));
     return cache_.Insert(b, out, /*dirty=*/false);
   }
 
-  absl::StatusOr<BucketBlock> ReadBucket(uint64_t b) {
-    io::AlignedBuffer buffer(block_size());
-    RT_RETURN_IF_ERROR(ReadBlockBytes(b, buffer.span()));
-    return internal::DecodeBlock(buffer.span(), b);
+  // An edited block of bucket b: into the cache as a dirty block (sealed
+  // when it is written out), or sealed and written at once without a cache.
+  absl::Status StoreBlock(uint64_t b, std::span<std::byte> bytes) {
+    if (cache_.enabled()) return cache_.Insert(b, bytes, /*dirty=*/true);
+    return WriteOut(b, bytes);
   }
 
-  // Into the cache as a dirty block, or straight to the device without one.
-  absl::Status WriteBucket(const BucketBlock& block) {
-    io::AlignedBuffer buffer(block_size());
-    internal::EncodeBlock(block, buffer.span());
-    if (cache_.enabled()) {
-      return cache_.Insert(block.bucket, buffer.span(), /*dirty=*/true);
-    }
-    return blocks_->Write(block.bucket + kHeaderBlocks, buffer.span());
+  absl::Status WriteOut(uint64_t b, std::span<std::byte> bytes) {
+    internal::EncodedBlock(bytes).Seal();
+    return blocks_->Write(b + kHeaderBlocks, bytes);
   }
 
-  // distribute: every record of the touched blocks and of their stash lists
-  // goes to its bucket under the current mapping; each touched bucket that
-  // still exists is rebuilt, overflowing into its stash list.
-  absl::Status Redistribute(const std::vector<BucketBlock>& blocks,
+  // distribute: every record of the `sources` blocks (read into `bytes`) and
+  // of their stash lists goes to its bucket under the current mapping; each
+  // bucket of `rebuilt` is written anew, overflowing into its stash list.
+  absl::Status Redistribute(const std::vector<uint64_t>& sources,
+                            std::vector<io::AlignedBuffer>& bytes,
                             const std::vector<uint64_t>& rebuilt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     absl::flat_hash_map<uint64_t, size_t> slot;  // bucket -> index in out
-    std::vector<BucketBlock> out(rebuilt.size());
+    std::vector<io::AlignedBuffer> out;
+    std::vector<internal::EncodedBlock> blocks;
+    out.reserve(rebuilt.size());
+    blocks.reserve(rebuilt.size());
     for (size_t i = 0; i < rebuilt.size(); ++i) {
-      out[i].bucket = rebuilt[i];
+      out.emplace_back(block_size());
+      blocks.emplace_back(out.back().span());
+      blocks.back().Init(rebuilt[i]);
       slot[rebuilt[i]] = i;
     }
     // Records leaving the stash are logged as removals, records entering it
     // as puts; a record that stays in the stash needs no entry.
     std::vector<Record> from_stash;
-    for (const BucketBlock& block : blocks) {
-      auto it = stash_.find(block.bucket);
+    for (const uint64_t b : sources) {
+      auto it = stash_.find(b);
       if (it == stash_.end()) continue;
       for (Record& r : it->second) {
         stash_bytes_ -= internal::EncodedSize(r.key, r.value);
@@ -618,54 +628,69 @@ class Table::Impl {
       }
       stash_.erase(it);
     }
-    auto place = [&](Record r, bool was_stashed) -> absl::Status {
-      const uint64_t b = mapping_.FindBucket(Hash(r.key));
+    // `owned` is the stashed record itself, or null for a record of a block.
+    auto place = [&](std::string_view key, std::string_view value,
+                     Record* owned) -> absl::Status {
+      const uint64_t b = mapping_.FindBucket(Hash(key));
       auto it = slot.find(b);
       if (it == slot.end()) {
         return absl::InternalError(
             absl::StrCat("distribute: a record moved to bucket ", b,
                          ", outside the touched buckets"));
       }
-      BucketBlock& target = out[it->second];
-      const size_t size = internal::EncodedSize(r.key, r.value);
-      if (target.used_bytes + size <= payload_) {
-        if (was_stashed) RT_RETURN_IF_ERROR(stash_log_.AppendRemove(r.key));
-        target.Add(std::move(r));
+      if (blocks[it->second].Append(key, value)) {
+        if (owned != nullptr) RT_RETURN_IF_ERROR(stash_log_.AppendRemove(key));
         return absl::OkStatus();
       }
-      if (!was_stashed)
-        RT_RETURN_IF_ERROR(stash_log_.AppendPut(r.key, r.value));
-      stash_bytes_ += size;
+      if (owned == nullptr)
+        RT_RETURN_IF_ERROR(stash_log_.AppendPut(key, value));
+      stash_bytes_ += internal::EncodedSize(key, value);
       ++stash_records_;
-      stash_[b].push_back(std::move(r));
+      stash_[b].push_back(owned != nullptr
+                              ? std::move(*owned)
+                              : Record{std::string(key), std::string(value)});
       return absl::OkStatus();
     };
     // Block records first, so that stashed records fill what room is left.
-    for (const BucketBlock& block : blocks) {
-      for (const Record& r : block.records) {
-        RT_RETURN_IF_ERROR(place(r, /*was_stashed=*/false));
-      }
+    absl::Status s;
+    for (io::AlignedBuffer& source : bytes) {
+      internal::EncodedBlock(source.span())
+          .ForEach([&](std::string_view k, std::string_view v) {
+            if (s.ok()) s = place(k, v, nullptr);
+          });
+      RT_RETURN_IF_ERROR(s);
     }
     for (Record& r : from_stash) {
-      RT_RETURN_IF_ERROR(place(std::move(r), /*was_stashed=*/true));
+      // place() reads the views before it may move r into the stash.
+      RT_RETURN_IF_ERROR(place(r.key, r.value, &r));
     }
-    for (const BucketBlock& block : out) RT_RETURN_IF_ERROR(WriteBucket(block));
+    for (size_t i = 0; i < out.size(); ++i) {
+      RT_RETURN_IF_ERROR(StoreBlock(rebuilt[i], out[i].span()));
+    }
     return MaybeRewriteStashCopy();
+  }
+
+  // Reads the blocks of `buckets` into fresh buffers.
+  absl::StatusOr<std::vector<io::AlignedBuffer>> LoadBlocks(
+      const std::vector<uint64_t>& buckets) {
+    std::vector<io::AlignedBuffer> bytes;
+    bytes.reserve(buckets.size());
+    for (const uint64_t b : buckets) {
+      bytes.emplace_back(block_size());
+      RT_RETURN_IF_ERROR(LoadBlock(b, bytes.back().span()));
+    }
+    return bytes;
   }
 
   // new_bucket() and distribute: z block reads, z + 1 block writes.
   absl::Status Grow() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const uint64_t m = mapping_.num_buckets();
     RT_RETURN_IF_ERROR(blocks_->Resize(kHeaderBlocks + m + 1));
-    std::vector<BucketBlock> blocks;
     RT_ASSIGN_OR_RETURN(const mapping::BucketChange change,
                         mapping_.NewBucket());
-    for (const uint64_t b : change.sources) {
-      RT_ASSIGN_OR_RETURN(BucketBlock block, ReadBucket(b));
-      blocks.push_back(std::move(block));
-    }
+    RT_ASSIGN_OR_RETURN(auto bytes, LoadBlocks(change.sources));
     const std::vector<uint64_t> touched = change.Touched();
-    RT_RETURN_IF_ERROR(Redistribute(blocks, touched));
+    RT_RETURN_IF_ERROR(Redistribute(change.sources, bytes, touched));
     logical_.grow_reads += change.sources.size();
     logical_.grow_writes += touched.size();
     ++logical_.grows;
@@ -676,15 +701,12 @@ class Table::Impl {
   absl::Status Shrink() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     RT_ASSIGN_OR_RETURN(const mapping::BucketChange change,
                         mapping_.FreeBucket());
-    std::vector<BucketBlock> blocks;
-    for (const uint64_t b : change.Touched()) {
-      RT_ASSIGN_OR_RETURN(BucketBlock block, ReadBucket(b));
-      blocks.push_back(std::move(block));
-    }
-    RT_RETURN_IF_ERROR(Redistribute(blocks, change.sources));
+    const std::vector<uint64_t> touched = change.Touched();
+    RT_ASSIGN_OR_RETURN(auto bytes, LoadBlocks(touched));
+    RT_RETURN_IF_ERROR(Redistribute(touched, bytes, change.sources));
     cache_.DropFrom(mapping_.num_buckets());
     RT_RETURN_IF_ERROR(blocks_->Resize(kHeaderBlocks + mapping_.num_buckets()));
-    logical_.shrink_reads += change.sources.size() + 1;
+    logical_.shrink_reads += touched.size();
     logical_.shrink_writes += change.sources.size();
     ++logical_.shrinks;
     return absl::OkStatus();
@@ -715,6 +737,8 @@ class Table::Impl {
   std::unique_ptr<io::BlockDevice> stash_device_;
   internal::StashLog stash_log_ ABSL_GUARDED_BY(mu_);
   internal::BlockCache cache_;
+  // The block a Put or Delete edits, under the writer lock.
+  io::AlignedBuffer work_ ABSL_GUARDED_BY(mu_);
   const size_t payload_;
 
   absl::flat_hash_map<uint64_t, std::vector<Record>> stash_

@@ -9,6 +9,7 @@
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_BLOCK_CACHE_H_
 #define ROUNDTABLE_ENGINE_INTERNAL_BLOCK_CACHE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -25,9 +26,9 @@ namespace roundtable::internal {
 
 class BlockCache {
  public:
-  // Writes one dirty block to the device (bucket, bytes).
-  using WriteFn =
-      std::function<absl::Status(uint64_t, std::span<const std::byte>)>;
+  // Writes one dirty block to the device (bucket, bytes); it may change the
+  // bytes on the way (the table seals the checksum).
+  using WriteFn = std::function<absl::Status(uint64_t, std::span<std::byte>)>;
 
   BlockCache(uint64_t capacity_bytes, uint32_t block_size, WriteFn write);
 
@@ -35,6 +36,26 @@ class BlockCache {
 
   // Copies bucket b's bytes into `out` and returns true on a hit.
   bool Lookup(uint64_t b, std::span<std::byte> out);
+
+  // On a hit calls fn(bytes) under the cache's mutex, with no copy, and
+  // returns true. fn must not call back into the cache.
+  template <typename Fn>
+  bool Visit(uint64_t b, Fn fn) {
+    if (!enabled()) {
+      misses_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    absl::MutexLock lock(&mu_);
+    auto it = entries_.find(b);
+    if (it == entries_.end()) {
+      misses_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    hits_.fetch_add(1, std::memory_order_relaxed);
+    fn(std::span<const std::byte>(it->second.bytes.span()));
+    return true;
+  }
 
   // Keeps `bytes` as bucket b's block, clean (just read) or dirty (newer
   // than the device). Evicts the least recently used entries beyond the

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "io/status_macros.h"
 
 namespace roundtable::internal {
 namespace {
@@ -74,72 +75,71 @@ uint64_t BlockChecksum(const char* data, size_t size) {
                               size - kBlockHeaderBytes, header);
 }
 
-int BucketBlock::Find(std::string_view key) const {
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (records[i].key == key) return static_cast<int>(i);
+void EncodedBlock::Init(uint64_t b) {
+  std::memset(data(), 0, bytes_.size());
+  PutFixed32(data() + kMagicAt, kBlockMagic);
+  PutFixed64(data() + kBucketAt, b);
+}
+
+uint64_t EncodedBlock::bucket() const { return GetFixed64(data() + kBucketAt); }
+uint32_t EncodedBlock::count() const { return GetFixed32(data() + kCountAt); }
+size_t EncodedBlock::used() const { return GetFixed32(data() + kUsedAt); }
+size_t EncodedBlock::room() const {
+  return bytes_.size() - kBlockHeaderBytes - used();
+}
+
+std::optional<EncodedBlock::Found> EncodedBlock::Find(
+    std::string_view key) const {
+  const char* start = data();
+  const char* p = start + kBlockHeaderBytes;
+  const char* end = p + used();
+  while (p < end) {
+    const char* record = p;
+    const uint64_t key_len = *GetVarint(&p, end);
+    const uint64_t value_len = *GetVarint(&p, end);
+    if (key_len == key.size() && std::memcmp(p, key.data(), key_len) == 0) {
+      const size_t size = (p - record) + key_len + value_len;
+      return Found{static_cast<size_t>(record - start), size,
+                   std::string_view(p + key_len, value_len)};
+    }
+    p += key_len + value_len;
   }
-  return -1;
+  return std::nullopt;
 }
 
-void BucketBlock::Add(Record r) {
-  used_bytes += EncodedSize(r.key, r.value);
-  records.push_back(std::move(r));
+void EncodedBlock::Remove(const Found& found) {
+  char* p = data();
+  const size_t end = kBlockHeaderBytes + used();
+  std::memmove(p + found.offset, p + found.offset + found.size,
+               end - found.offset - found.size);
+  std::memset(p + end - found.size, 0, found.size);
+  PutFixed32(p + kCountAt, count() - 1);
+  PutFixed32(p + kUsedAt, static_cast<uint32_t>(used() - found.size));
 }
 
-void BucketBlock::RemoveAt(size_t i) {
-  used_bytes -= EncodedSize(records[i].key, records[i].value);
-  records[i] = std::move(records.back());
-  records.pop_back();
+bool EncodedBlock::Append(std::string_view key, std::string_view value) {
+  const size_t size = EncodedSize(key, value);
+  if (size > room()) return false;
+  char* q = data() + kBlockHeaderBytes + used();
+  q = PutVarint(q, key.size());
+  q = PutVarint(q, value.size());
+  if (!key.empty()) std::memcpy(q, key.data(), key.size());
+  if (!value.empty()) std::memcpy(q + key.size(), value.data(), value.size());
+  PutFixed32(data() + kCountAt, count() + 1);
+  PutFixed32(data() + kUsedAt, static_cast<uint32_t>(used() + size));
+  return true;
 }
 
-void EncodeBlock(const BucketBlock& block, std::span<std::byte> out) {
-  char* p = reinterpret_cast<char*>(out.data());
-  std::memset(p, 0, out.size());
-  PutFixed32(p + kMagicAt, kBlockMagic);
-  PutFixed32(p + kCountAt, static_cast<uint32_t>(block.records.size()));
-  PutFixed64(p + kBucketAt, block.bucket);
-  PutFixed32(p + kUsedAt, static_cast<uint32_t>(block.used_bytes));
-  char* q = p + kBlockHeaderBytes;
-  for (const Record& r : block.records) {
-    q = PutVarint(q, r.key.size());
-    q = PutVarint(q, r.value.size());
-    std::memcpy(q, r.key.data(), r.key.size());
-    q += r.key.size();
-    std::memcpy(q, r.value.data(), r.value.size());
-    q += r.value.size();
-  }
-  PutFixed64(p + kChecksumAt, BlockChecksum(p, out.size()));
+void EncodedBlock::Seal() {
+  PutFixed64(data() + kChecksumAt, BlockChecksum(data(), bytes_.size()));
 }
 
-absl::StatusOr<BucketBlock> DecodeBlock(std::span<const std::byte> in,
-                                        uint64_t bucket) {
+absl::Status VerifyBlock(std::span<const std::byte> in, uint64_t bucket) {
   uint32_t count, used;
-  if (absl::Status s = Verify(in, bucket, &count, &used); !s.ok()) return s;
-  BucketBlock block;
-  block.bucket = bucket;
-  block.records.reserve(count);
-  absl::Status s = ForEachRecord(
-      in, bucket, count, used, [&](std::string_view k, std::string_view v) {
-        block.Add(Record{std::string(k), std::string(v)});
-        return false;
-      });
-  if (!s.ok()) return s;
-  return block;
-}
-
-absl::StatusOr<std::optional<std::string>> FindInBlock(
-    std::span<const std::byte> in, uint64_t bucket, std::string_view key) {
-  uint32_t count, used;
-  if (absl::Status s = Verify(in, bucket, &count, &used); !s.ok()) return s;
-  std::optional<std::string> found;
-  absl::Status s = ForEachRecord(in, bucket, count, used,
-                                 [&](std::string_view k, std::string_view v) {
-                                   if (k != key) return false;
-                                   found.emplace(v);
-                                   return true;
-                                 });
-  if (!s.ok()) return s;
-  return found;
+  RT_RETURN_IF_ERROR(Verify(in, bucket, &count, &used));
+  return ForEachRecord(
+      in, bucket, count, used,
+      [](std::string_view, std::string_view) { return false; });
 }
 
 }  // namespace roundtable::internal

@@ -1,12 +1,13 @@
 // The bytes of one bucket block (docs/format.md): a 32-byte header, then
-// records packed from byte 32, then zeros. The header holds a magic number,
+// records packed from byte 32, then zeros. EncodedBlock reads and edits them
+// in place. The header holds a magic number,
 // the record count, the bucket number, the bytes of records and an XXH3-64
 // checksum of the whole block taken with the checksum field zeroed.
 //
 // Record encoding: varint key length, varint value length, key, value.
 //
-// Thread-safety: BucketBlock is a value type; distinct objects are
-// independent.
+// Thread-safety: an EncodedBlock is a view; callers keep one writer per
+// block.
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_BLOCK_FORMAT_H_
 #define ROUNDTABLE_ENGINE_INTERNAL_BLOCK_FORMAT_H_
 
@@ -39,31 +40,62 @@ uint64_t BlockChecksum(const char* data, size_t size);
 // Bytes a record takes inside a block (and in the stash accounting).
 inline size_t EncodedSize(std::string_view key, std::string_view value);
 
-// The records of one bucket, decoded.
-struct BucketBlock {
-  uint64_t bucket = 0;
-  std::vector<Record> records;
-  size_t used_bytes = 0;  // sum of EncodedSize over records
+// An encoded block edited in place: the Put and Delete paths and distribute
+// work on the bytes directly, without decoding records into strings. The
+// checksum is left stale by every edit until Seal().
+class EncodedBlock {
+ public:
+  // Borrows `bytes` (one whole block), which must outlive this object and
+  // hold a verified block or be passed to Init.
+  explicit EncodedBlock(std::span<std::byte> bytes) : bytes_(bytes) {}
+  // A read-only view: only the const methods may be called.
+  explicit EncodedBlock(std::span<const std::byte> bytes)
+      : bytes_(const_cast<std::byte*>(bytes.data()), bytes.size()) {}
 
-  // The index of `key` in records, or -1.
-  int Find(std::string_view key) const;
-  void Add(Record r);
-  void RemoveAt(size_t i);
+  // Makes the bytes an empty block of `bucket`.
+  void Init(uint64_t bucket);
+
+  uint64_t bucket() const;
+  uint32_t count() const;
+  size_t used() const;  // bytes of records
+  size_t room() const;  // record bytes still free
+
+  struct Found {
+    size_t offset;  // of the record, from the start of the block
+    size_t size;    // its encoded size
+    std::string_view value;
+  };
+  std::optional<Found> Find(std::string_view key) const;
+  void Remove(const Found& found);
+  // Appends a record if it fits; false (and nothing changed) if not.
+  bool Append(std::string_view key, std::string_view value);
+  // Calls fn(key, value) for every record, in block order.
+  template <typename Fn>
+  void ForEach(Fn fn) const;
+
+  // Writes the checksum; the bytes are then a valid block.
+  void Seal();
+
+ private:
+  char* data() const { return reinterpret_cast<char*>(bytes_.data()); }
+  std::span<std::byte> bytes_;
 };
 
-// Encodes `block` into `out` (exactly block_size bytes, zero-filled past the
-// records). REQUIRES: kBlockHeaderBytes + used_bytes <= out.size().
-void EncodeBlock(const BucketBlock& block, std::span<std::byte> out);
+// DataLoss, naming the bucket, unless `in` is a valid block of `bucket`
+// (magic, checksum, bucket number, record framing).
+absl::Status VerifyBlock(std::span<const std::byte> in, uint64_t bucket);
 
-// Decodes a block read from bucket `bucket`. DataLoss, naming the bucket,
-// when the checksum, magic, bucket number or record framing is wrong.
-absl::StatusOr<BucketBlock> DecodeBlock(std::span<const std::byte> in,
-                                        uint64_t bucket);
-
-// Looks `key` up in an encoded block without decoding the rest: the value,
-// nullopt when absent, DataLoss as DecodeBlock.
-absl::StatusOr<std::optional<std::string>> FindInBlock(
-    std::span<const std::byte> in, uint64_t bucket, std::string_view key);
+template <typename Fn>
+void EncodedBlock::ForEach(Fn fn) const {
+  const char* p = data() + kBlockHeaderBytes;
+  const char* end = p + used();
+  while (p < end) {
+    const uint64_t key_len = *GetVarint(&p, end);
+    const uint64_t value_len = *GetVarint(&p, end);
+    fn(std::string_view(p, key_len), std::string_view(p + key_len, value_len));
+    p += key_len + value_len;
+  }
+}
 
 inline size_t EncodedSize(std::string_view key, std::string_view value) {
   return VarintLength(key.size()) + VarintLength(value.size()) + key.size() +
