@@ -716,6 +716,7 @@ class Table::Impl {
   absl::Status SyncLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     RT_RETURN_IF_ERROR(cache_.Flush());
     RT_RETURN_IF_ERROR(blocks_->Sync());
+    RT_RETURN_IF_ERROR(stash_log_.Flush());
     RT_RETURN_IF_ERROR(stash_device_->Sync());
     sb_.num_buckets = mapping_.num_buckets();
     sb_.record_count = record_count_;

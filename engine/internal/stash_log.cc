@@ -85,7 +85,16 @@ absl::Status StashLog::AppendRemove(std::string_view key) {
 
 absl::Status StashLog::Append(char op, std::string_view key,
                               std::string_view value) {
-  RT_RETURN_IF_ERROR(AddToTail(op, key, value, /*write_full_tail=*/false));
+  // The tail is written when it fills and on Flush, not on every entry: a
+  // burst of stash changes (a distribute moves dozens) costs one write per
+  // block of entries.
+  RT_RETURN_IF_ERROR(AddToTail(op, key, value, /*write_full_tail=*/true));
+  tail_dirty_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status StashLog::Flush() {
+  if (!tail_dirty_) return absl::OkStatus();
   return WriteTail();
 }
 
@@ -93,7 +102,9 @@ absl::Status StashLog::AddToTail(char op, std::string_view key,
                                  std::string_view value, bool write_full_tail) {
   const size_t room = device_->block_size() - kBlockHeaderBytes;
   if (blocks_ == 0 || tail_.size() + EntrySize(key, value) > room) {
-    if (write_full_tail && blocks_ > 0) RT_RETURN_IF_ERROR(WriteTail());
+    if (write_full_tail && blocks_ > 0 && tail_dirty_) {
+      RT_RETURN_IF_ERROR(WriteTail());
+    }
     // Start a new tail block.
     tail_.clear();
     tail_count_ = 0;
@@ -127,7 +138,9 @@ absl::Status StashLog::WriteTail() {
   std::memcpy(p + kBlockHeaderBytes, tail_.data(), tail_.size());
   PutFixed64(p + kChecksumAt, BlockChecksum(p, bs));
   ++block_writes_;
-  return device_->Write(blocks_ - 1, buffer.span());
+  RT_RETURN_IF_ERROR(device_->Write(blocks_ - 1, buffer.span()));
+  tail_dirty_ = false;
+  return absl::OkStatus();
 }
 
 absl::Status StashLog::Rewrite(
@@ -136,11 +149,13 @@ absl::Status StashLog::Rewrite(
   blocks_ = 0;
   tail_.clear();
   tail_count_ = 0;
+  tail_dirty_ = false;
   // Each block is written once, when it is full or at the end.
   for (const auto& [key, value] : live) {
     RT_RETURN_IF_ERROR(AddToTail(kPut, key, value, /*write_full_tail=*/true));
+    tail_dirty_ = true;
   }
-  if (blocks_ > 0) RT_RETURN_IF_ERROR(WriteTail());
+  RT_RETURN_IF_ERROR(Flush());
   if (device_->num_blocks() != blocks_) {
     RT_RETURN_IF_ERROR(device_->Resize(blocks_));
   }

@@ -1,7 +1,7 @@
 // The persistent copy of the stash (docs/format.md): a log of stash changes
 // packed into blocks of its own file. Each change appends one entry to the
-// tail block and writes that block (O(1) block writes); opening replays the
-// log. When the log grows well past the live stash it is rewritten from
+// tail block, which is written when it fills and on Flush (at most one block
+// write per change, usually far less); opening replays the log. When the log grows well past the live stash it is rewritten from
 // block 0 under a new epoch. The superblock records the epoch and the
 // number of blocks in use as of the last Sync.
 //
@@ -38,6 +38,9 @@ class StashLog {
   absl::Status AppendPut(std::string_view key, std::string_view value);
   absl::Status AppendRemove(std::string_view key);
 
+  // Writes the tail block if it holds entries not yet written.
+  absl::Status Flush();
+
   // Writes `live` as the whole log from block 0 under epoch + 1 and cuts the
   // file to it.
   absl::Status Rewrite(
@@ -65,6 +68,7 @@ class StashLog {
   uint64_t blocks_;          // blocks in use; the last is the tail
   std::string tail_;         // encoded entries of the tail block
   uint32_t tail_count_ = 0;  // entries in the tail block
+  bool tail_dirty_ = false;  // the tail holds entries not yet written
   uint64_t block_writes_ = 0;
 };
 
