@@ -192,12 +192,15 @@ class Table {
 
   TableStats GetStats() const;
 
-  // Reads every block and verifies the table: every checksum, every record
-  // in the block (or stash list) of its own bucket, no key twice, a stash
-  // list only where its block has no room for any of its records, the
-  // record and byte counts, and ceil(data / ((1 - epsilon) * block space)) <=
-  // m <= that + 1 with m >= s0. OK, or DataLoss naming the first fault.
-  // Reads the whole block file: for tests and `roundtable check`.
+  // Reads every block and verifies the table: the checksum of every block
+  // read from the device (a cached block was verified when it was read, or
+  // was written here), every record in the block (or stash list) of its own
+  // bucket, no key twice, a stash list only where its block has no room for
+  // any of its records, the record and byte counts, and
+  // ceil(data / ((1 - epsilon) * block space)) <= m <= that + 1 with
+  // m >= s0. OK, or DataLoss naming the first fault. Reads the whole block
+  // file: for tests and `roundtable check` (which opens with an empty cache,
+  // so every checksum is verified).
   absl::Status Check();
 
   // The largest encoded record (key and value with their length prefixes)
