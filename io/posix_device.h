@@ -7,6 +7,7 @@
 #ifndef ROUNDTABLE_IO_POSIX_DEVICE_H_
 #define ROUNDTABLE_IO_POSIX_DEVICE_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -14,24 +15,46 @@
 
 namespace roundtable::io {
 
+// A block device on an open file descriptor: single transfers by pread and
+// pwrite (short transfers resubmitted, EINTR and EAGAIN retried), Sync by
+// fdatasync, Resize by ftruncate; batches one transfer after the other. The
+// POSIX backend is this class as it is; the io_uring backend derives from it
+// and overrides the batches.
+class FileDevice : public BlockDevice {
+ public:
+  // Takes `fd` over (closed by the destructor); `file_bytes` is its size.
+  FileDevice(const std::string& path, const DeviceOptions& options, int fd,
+             uint64_t file_bytes, std::string backend, bool parallel_batches);
+  ~FileDevice() override;
+
+  const Capabilities& capabilities() const override { return caps_; }
+  uint64_t num_blocks() const override { return num_blocks_.load(); }
+
+ protected:
+  absl::Status DoRead(uint64_t block, std::span<std::byte> buffer) override;
+  absl::Status DoWrite(uint64_t block,
+                       std::span<const std::byte> buffer) override;
+  absl::Status DoSync() override;
+  absl::Status DoResize(uint64_t num_blocks) override;
+
+  int fd() const { return fd_; }
+
+ private:
+  Capabilities caps_;
+  const int fd_;
+  std::atomic<uint64_t> num_blocks_{0};
+};
+
 // Opens the file at `path` (creating it when options.create_if_missing),
 // with O_DIRECT when options.direct_io. Its size in blocks is the file size
 // divided by the block size, rounded down.
 absl::StatusOr<std::unique_ptr<BlockDevice>> OpenPosixDevice(
     const std::string& path, const DeviceOptions& options);
 
-// Opens the file descriptor for `path` as the posix and io_uring backends do;
-// returns the descriptor and the file size in bytes.
+// Opens the file descriptor for `path` as the file backends do; returns the
+// descriptor and the file size in bytes.
 absl::StatusOr<std::pair<int, uint64_t>> OpenDeviceFile(
     const std::string& path, const DeviceOptions& options);
-
-// pread or pwrite of exactly `size` bytes at `offset`: short transfers are
-// resubmitted for the rest, EINTR and EAGAIN retried. `submissions` counts the
-// system calls made.
-absl::Status PreadFully(int fd, const std::string& path, void* data,
-                        size_t size, uint64_t offset, uint64_t& submissions);
-absl::Status PwriteFully(int fd, const std::string& path, const void* data,
-                         size_t size, uint64_t offset, uint64_t& submissions);
 
 }  // namespace roundtable::io
 

@@ -26,23 +26,17 @@ struct Transfer {
   uint64_t offset;
 };
 
-class UringDevice final : public BlockDevice {
+// The file device with its batches on a ring.
+class UringDevice final : public FileDevice {
  public:
   UringDevice(const std::string& path, const DeviceOptions& options, int fd,
               uint64_t file_bytes)
-      : BlockDevice(path), fd_(fd), queue_depth_(options.queue_depth) {
-    caps_.backend = "uring";
-    caps_.block_size = options.block_size;
-    caps_.direct_io = options.direct_io;
-    caps_.parallel_batches = true;
-    caps_.buffer_alignment =
-        options.direct_io ? std::min<uint32_t>(options.block_size, 4096) : 1;
-    num_blocks_ = file_bytes / options.block_size;
-  }
+      : FileDevice(path, options, fd, file_bytes, "uring",
+                   /*parallel_batches=*/true),
+        queue_depth_(options.queue_depth) {}
 
   ~UringDevice() override {
     if (ring_ready_) io_uring_queue_exit(&ring_);
-    close(fd_);
   }
 
   absl::Status Init() {
@@ -52,33 +46,13 @@ class UringDevice final : public BlockDevice {
     return absl::OkStatus();
   }
 
-  const Capabilities& capabilities() const override { return caps_; }
-  uint64_t num_blocks() const override { return num_blocks_.load(); }
-
  protected:
-  absl::Status DoRead(uint64_t block, std::span<std::byte> buffer) override {
-    uint64_t submissions = 0;
-    absl::Status s = PreadFully(fd_, path(), buffer.data(), buffer.size(),
-                                block * caps_.block_size, submissions);
-    ledger().CountSubmission(submissions);
-    return s;
-  }
-
-  absl::Status DoWrite(uint64_t block,
-                       std::span<const std::byte> buffer) override {
-    uint64_t submissions = 0;
-    absl::Status s = PwriteFully(fd_, path(), buffer.data(), buffer.size(),
-                                 block * caps_.block_size, submissions);
-    ledger().CountSubmission(submissions);
-    return s;
-  }
-
   absl::Status DoReadBatch(std::span<const ReadRequest> requests) override {
     std::vector<Transfer> transfers;
     transfers.reserve(requests.size());
     for (const ReadRequest& r : requests) {
       transfers.push_back({true, reinterpret_cast<char*>(r.buffer.data()),
-                           r.buffer.size(), r.block * caps_.block_size});
+                           r.buffer.size(), r.block * block_size()});
     }
     return RunBatch(transfers);
   }
@@ -90,24 +64,9 @@ class UringDevice final : public BlockDevice {
       transfers.push_back(
           {false,
            const_cast<char*>(reinterpret_cast<const char*>(r.buffer.data())),
-           r.buffer.size(), r.block * caps_.block_size});
+           r.buffer.size(), r.block * block_size()});
     }
     return RunBatch(transfers);
-  }
-
-  absl::Status DoSync() override {
-    ledger().CountSubmission();
-    if (fdatasync(fd_) != 0) return FileError(errno, "fdatasync", path());
-    return absl::OkStatus();
-  }
-
-  absl::Status DoResize(uint64_t num_blocks) override {
-    if (ftruncate(fd_, static_cast<off_t>(num_blocks * caps_.block_size)) !=
-        0) {
-      return FileError(errno, "ftruncate", path());
-    }
-    num_blocks_ = num_blocks;
-    return absl::OkStatus();
   }
 
  private:
@@ -188,18 +147,15 @@ class UringDevice final : public BlockDevice {
   // docs/io.md has the figures.
   void Prepare(struct io_uring_sqe* sqe, const Transfer& t) {
     if (t.is_read) {
-      io_uring_prep_read(sqe, fd_, t.data, static_cast<unsigned>(t.remaining),
+      io_uring_prep_read(sqe, fd(), t.data, static_cast<unsigned>(t.remaining),
                          t.offset);
     } else {
-      io_uring_prep_write(sqe, fd_, t.data, static_cast<unsigned>(t.remaining),
+      io_uring_prep_write(sqe, fd(), t.data, static_cast<unsigned>(t.remaining),
                           t.offset);
     }
   }
 
-  Capabilities caps_;
-  int fd_;
   const uint32_t queue_depth_;
-  std::atomic<uint64_t> num_blocks_{0};
   bool ring_ready_ = false;
   absl::Mutex ring_mu_;
   struct io_uring ring_ ABSL_GUARDED_BY(ring_mu_);

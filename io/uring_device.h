@@ -1,9 +1,10 @@
 // A block device on a file through io_uring (liburing 2.3): a batch is
 // submitted as up to queue_depth transfers in flight at once and reaped as
 // they complete; short transfers are resubmitted for the rest, -EINTR and
-// -EAGAIN completions retried. Single transfers and Sync take the direct
-// system call (pread, pwrite, fdatasync): one call either way, and on a warm
-// page cache pread is the faster path (docs/io.md has the figures).
+// -EAGAIN completions retried. Single transfers, Sync and Resize are the
+// file device's (io/posix_device.h), by pread, pwrite and fdatasync: one
+// system call either way, and on a warm page cache pread is the faster path
+// (docs/io.md has the figures).
 //
 // Thread-safety: as BlockDevice; batches share the device's one ring and
 // take turns on it, single transfers run concurrently.

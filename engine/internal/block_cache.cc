@@ -14,20 +14,9 @@ BlockCache::BlockCache(uint64_t capacity_bytes, uint32_t block_size,
       write_(std::move(write)) {}
 
 bool BlockCache::Lookup(uint64_t b, std::span<std::byte> out) {
-  if (!enabled()) {
-    misses_.fetch_add(1, std::memory_order_relaxed);
-    return false;
-  }
-  absl::MutexLock lock(&mu_);
-  auto it = entries_.find(b);
-  if (it == entries_.end()) {
-    misses_.fetch_add(1, std::memory_order_relaxed);
-    return false;
-  }
-  std::memcpy(out.data(), it->second.bytes.data(), block_size_);
-  lru_.splice(lru_.begin(), lru_, it->second.lru);
-  hits_.fetch_add(1, std::memory_order_relaxed);
-  return true;
+  return Visit(b, [&](std::span<const std::byte> bytes) {
+    std::memcpy(out.data(), bytes.data(), block_size_);
+  });
 }
 
 absl::Status BlockCache::Insert(uint64_t b, std::span<const std::byte> bytes,

@@ -43,13 +43,18 @@ struct Shape {
   uint64_t cache_blocks;  // block cache size in blocks (0: none)
 };
 
-std::string ShapeName(const testing::TestParamInfo<Shape>& info) {
-  const Shape& s = info.param;
+std::string Describe(const Shape& s) {
   return "bs" + std::to_string(s.block_size) + "_s0_" + std::to_string(s.s0) +
          "_eps" + std::to_string(static_cast<int>(s.epsilon * 1000)) +
          (s.backend == io::Backend::kUring ? "_uring" : "_posix") + "_cache" +
          std::to_string(s.cache_blocks);
 }
+
+std::string ShapeName(const testing::TestParamInfo<Shape>& info) {
+  return Describe(info.param);
+}
+
+void PrintTo(const Shape& s, std::ostream* os) { *os << Describe(s); }
 
 class TableModelTest : public testing::TestWithParam<Shape> {
  protected:
