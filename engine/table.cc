@@ -704,7 +704,7 @@ class Table::Impl {
     const std::vector<uint64_t> touched = change.Touched();
     RT_ASSIGN_OR_RETURN(auto bytes, LoadBlocks(touched));
     RT_RETURN_IF_ERROR(Redistribute(touched, bytes, change.sources));
-    cache_.DropFrom(mapping_.num_buckets());
+    cache_.Drop(change.target);
     RT_RETURN_IF_ERROR(blocks_->Resize(kHeaderBlocks + mapping_.num_buckets()));
     logical_.shrink_reads += touched.size();
     logical_.shrink_writes += change.sources.size();

@@ -227,11 +227,12 @@ absl::StatusOr<std::unique_ptr<BlockDevice>> OpenBlockDevice(
   return absl::InvalidArgumentError("unknown backend");
 }
 
-AlignedBuffer::AlignedBuffer(size_t size, size_t alignment) : size_(size) {
+AlignedBuffer::AlignedBuffer(size_t size, size_t alignment, bool zeroed)
+    : size_(size) {
   const size_t rounded = (size + alignment - 1) / alignment * alignment;
   void* p = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
   if (p == nullptr) std::abort();
-  std::memset(p, 0, rounded == 0 ? alignment : rounded);
+  if (zeroed) std::memset(p, 0, rounded == 0 ? alignment : rounded);
   data_.reset(static_cast<std::byte*>(p));
 }
 

@@ -177,11 +177,12 @@ absl::StatusOr<std::unique_ptr<BlockDevice>> OpenBlockDevice(
 // not "off"). On failure `why` (if given) says what refused it.
 bool UringAvailable(std::string* why = nullptr);
 
-// A heap buffer aligned for direct I/O, zero-filled.
+// A heap buffer aligned for direct I/O, zero-filled unless asked otherwise
+// (an unfilled buffer's pages are touched only when first written).
 class AlignedBuffer {
  public:
   AlignedBuffer() = default;
-  AlignedBuffer(size_t size, size_t alignment = 4096);
+  AlignedBuffer(size_t size, size_t alignment = 4096, bool zeroed = true);
   std::byte* data() { return data_.get(); }
   const std::byte* data() const { return data_.get(); }
   size_t size() const { return size_; }

@@ -11,7 +11,19 @@ BlockCache::BlockCache(uint64_t capacity_bytes, uint32_t block_size,
                        WriteFn write)
     : capacity_blocks_(capacity_bytes / block_size),
       block_size_(block_size),
-      write_(std::move(write)) {}
+      write_(std::move(write)) {
+  if (enabled()) {
+    // The arena is reserved at once (the pages are touched only as slots
+    // fill, so an idle cache costs address space, not memory).
+    arena_ = io::AlignedBuffer(capacity_blocks_ * block_size_, 4096,
+                               /*zeroed=*/false);
+    slots_.resize(capacity_blocks_);
+    free_.reserve(capacity_blocks_);
+    for (uint64_t i = capacity_blocks_; i > 0; --i) {
+      free_.push_back(static_cast<uint32_t>(i - 1));
+    }
+  }
+}
 
 bool BlockCache::Lookup(uint64_t b, std::span<std::byte> out) {
   return Visit(b, [&](std::span<const std::byte> bytes) {
@@ -19,69 +31,85 @@ bool BlockCache::Lookup(uint64_t b, std::span<std::byte> out) {
   });
 }
 
+absl::StatusOr<uint32_t> BlockCache::TakeSlot() {
+  if (!free_.empty()) {
+    const uint32_t slot = free_.back();
+    free_.pop_back();
+    return slot;
+  }
+  while (true) {
+    const uint32_t slot = hand_;
+    hand_ = static_cast<uint32_t>((hand_ + 1) % capacity_blocks_);
+    Slot& s = slots_[slot];
+    if (s.referenced) {
+      s.referenced = false;
+      continue;
+    }
+    if (s.dirty) {
+      RT_RETURN_IF_ERROR(
+          write_(s.bucket, std::span<std::byte>(BytesOf(slot), block_size_)));
+      s.dirty = false;
+      --dirty_;
+    }
+    slot_of_.erase(s.bucket);
+    s.bucket = kFree;
+    return slot;
+  }
+}
+
 absl::Status BlockCache::Insert(uint64_t b, std::span<const std::byte> bytes,
                                 bool dirty) {
   if (!enabled()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
-  auto [it, added] = entries_.try_emplace(b);
-  Entry& e = it->second;
-  if (added) {
-    e.bytes = io::AlignedBuffer(block_size_);
-    lru_.push_front(b);
-    e.lru = lru_.begin();
+  auto it = slot_of_.find(b);
+  uint32_t slot;
+  if (it != slot_of_.end()) {
+    slot = it->second;
+    // A clean copy (just read from the device) never overwrites a dirty
+    // entry, whose bytes are newer.
+    if (!dirty && slots_[slot].dirty) return absl::OkStatus();
   } else {
-    lru_.splice(lru_.begin(), lru_, e.lru);
+    RT_ASSIGN_OR_RETURN(slot, TakeSlot());
+    slots_[slot].bucket = b;
+    slot_of_[b] = slot;
   }
-  // A clean copy (just read from the device) never overwrites a dirty
-  // entry, whose bytes are newer.
-  if (dirty || !e.dirty) std::memcpy(e.bytes.data(), bytes.data(), block_size_);
-  if (dirty && !e.dirty) ++dirty_;
-  e.dirty = e.dirty || dirty;
-  return EvictLocked();
-}
-
-absl::Status BlockCache::EvictLocked() {
-  while (entries_.size() > capacity_blocks_) {
-    const uint64_t victim = lru_.back();
-    auto it = entries_.find(victim);
-    if (it->second.dirty) {
-      RT_RETURN_IF_ERROR(write_(victim, it->second.bytes.span()));
-      --dirty_;
-    }
-    lru_.pop_back();
-    entries_.erase(it);
-  }
+  Slot& s = slots_[slot];
+  std::memcpy(BytesOf(slot), bytes.data(), block_size_);
+  s.referenced = true;
+  if (dirty && !s.dirty) ++dirty_;
+  s.dirty = s.dirty || dirty;
   return absl::OkStatus();
 }
 
 absl::Status BlockCache::Flush() {
   absl::MutexLock lock(&mu_);
   if (dirty_ == 0) return absl::OkStatus();
-  std::vector<uint64_t> dirty;
-  for (const auto& [b, e] : entries_) {
-    if (e.dirty) dirty.push_back(b);
+  std::vector<std::pair<uint64_t, uint32_t>> dirty;  // bucket, slot
+  for (uint32_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].bucket != kFree && slots_[i].dirty) {
+      dirty.emplace_back(slots_[i].bucket, i);
+    }
   }
   std::sort(dirty.begin(), dirty.end());
-  for (const uint64_t b : dirty) {
-    Entry& e = entries_.at(b);
-    RT_RETURN_IF_ERROR(write_(b, e.bytes.span()));
-    e.dirty = false;
+  for (const auto& [b, slot] : dirty) {
+    RT_RETURN_IF_ERROR(
+        write_(b, std::span<std::byte>(BytesOf(slot), block_size_)));
+    slots_[slot].dirty = false;
     --dirty_;
   }
   return absl::OkStatus();
 }
 
-void BlockCache::DropFrom(uint64_t first) {
+void BlockCache::Drop(uint64_t b) {
+  if (!enabled()) return;
   absl::MutexLock lock(&mu_);
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    if (it->first >= first) {
-      if (it->second.dirty) --dirty_;
-      lru_.erase(it->second.lru);
-      entries_.erase(it++);
-    } else {
-      ++it;
-    }
-  }
+  auto it = slot_of_.find(b);
+  if (it == slot_of_.end()) return;
+  Slot& s = slots_[it->second];
+  if (s.dirty) --dirty_;
+  s = Slot{};
+  free_.push_back(it->second);
+  slot_of_.erase(it);
 }
 
 uint64_t BlockCache::dirty_blocks() const {
