@@ -154,7 +154,14 @@ class Table::Impl {
     RT_RETURN_IF_ERROR(CheckWritable());
     RT_RETURN_IF_ERROR(PutLocked(key, value));
     // A smaller value may leave the data small enough to release a bucket.
-    return Fail(MaybeShrink());
+    RT_RETURN_IF_ERROR(Fail(MaybeShrink()));
+    return Paranoid();
+  }
+
+  // The debug mode's check after a write (Options::paranoid_checks).
+  absl::Status Paranoid() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!options_.paranoid_checks) return absl::OkStatus();
+    return CheckLocked();
   }
 
   struct BatchOp {
@@ -173,7 +180,8 @@ class Table::Impl {
       RT_RETURN_IF_ERROR(op.put ? PutLocked(op.key, op.value)
                                 : DeleteLocked(op.key));
     }
-    return Fail(MaybeShrink());
+    RT_RETURN_IF_ERROR(Fail(MaybeShrink()));
+    return Paranoid();
   }
 
   std::vector<absl::StatusOr<std::string>> MultiGet(
@@ -315,7 +323,8 @@ class Table::Impl {
     absl::MutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckWritable());
     RT_RETURN_IF_ERROR(DeleteLocked(key));
-    return Fail(MaybeShrink());
+    RT_RETURN_IF_ERROR(Fail(MaybeShrink()));
+    return Paranoid();
   }
 
   absl::Status DeleteLocked(std::string_view key)
@@ -395,6 +404,10 @@ class Table::Impl {
 
   absl::Status Check() {
     absl::ReaderMutexLock lock(&mu_);
+    return CheckLocked();
+  }
+
+  absl::Status CheckLocked() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     RT_RETURN_IF_ERROR(CheckOpen());
     const uint64_t m = mapping_.num_buckets();
     absl::flat_hash_map<std::string, uint64_t> seen;

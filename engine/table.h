@@ -42,6 +42,10 @@ struct Options {
   bool create_if_missing = true;
   bool error_if_exists = false;
   bool read_only = false;
+  // Debug mode: run Check() after every Put, Delete and Write, and fail the
+  // operation with Check's DataLoss if an invariant broke. Reads the whole
+  // table each time: for tests on small tables.
+  bool paranoid_checks = false;
 };
 
 // The paper's I/O model: distinct table blocks read and written, as if there
