@@ -12,39 +12,28 @@
 namespace roundtable::io {
 namespace {
 
-absl::Status PreadFully(int fd, const std::string& path, void* data,
-                        size_t size, uint64_t offset, uint64_t& submissions) {
-  auto* p = static_cast<char*>(data);
+// pread or pwrite of exactly `size` bytes at `offset`: short transfers are
+// resubmitted for the rest, EINTR and EAGAIN retried. `submissions` counts
+// the system calls made. A read that meets the end of the file is OutOfRange
+// (the file shrank under the device); a write that moves nothing is EIO.
+absl::Status TransferFully(bool is_read, int fd, const std::string& path,
+                           char* data, size_t size, uint64_t offset,
+                           uint64_t& submissions) {
+  const char* op = is_read ? "pread" : "pwrite";
   size_t done = 0;
   while (done < size) {
     ++submissions;
-    const ssize_t n =
-        pread(fd, p + done, size - done, static_cast<off_t>(offset + done));
+    const off_t at = static_cast<off_t>(offset + done);
+    const ssize_t n = is_read ? pread(fd, data + done, size - done, at)
+                              : pwrite(fd, data + done, size - done, at);
     if (n > 0) {
       done += static_cast<size_t>(n);
-    } else if (n == 0) {
+    } else if (n == 0 && is_read) {
       return absl::OutOfRangeError(
-          absl::StrCat("pread ", path, " offset ", offset + done, " length ",
+          absl::StrCat(op, " ", path, " offset ", offset + done, " length ",
                        size - done, ": end of file (the file shrank)"));
-    } else if (errno != EINTR && errno != EAGAIN) {
-      return IoError(errno, "pread", path, offset + done, size - done);
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status PwriteFully(int fd, const std::string& path, const void* data,
-                         size_t size, uint64_t offset, uint64_t& submissions) {
-  const auto* p = static_cast<const char*>(data);
-  size_t done = 0;
-  while (done < size) {
-    ++submissions;
-    const ssize_t n =
-        pwrite(fd, p + done, size - done, static_cast<off_t>(offset + done));
-    if (n > 0) {
-      done += static_cast<size_t>(n);
     } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-      return IoError(n == 0 ? EIO : errno, "pwrite", path, offset + done,
+      return IoError(n == 0 ? EIO : errno, op, path, offset + done,
                      size - done);
     }
   }
@@ -70,8 +59,9 @@ FileDevice::~FileDevice() { close(fd_); }
 
 absl::Status FileDevice::DoRead(uint64_t block, std::span<std::byte> buffer) {
   uint64_t submissions = 0;
-  absl::Status s = PreadFully(fd_, path(), buffer.data(), buffer.size(),
-                              block * caps_.block_size, submissions);
+  absl::Status s = TransferFully(
+      /*is_read=*/true, fd_, path(), reinterpret_cast<char*>(buffer.data()),
+      buffer.size(), block * caps_.block_size, submissions);
   ledger().CountSubmission(submissions);
   return s;
 }
@@ -79,8 +69,11 @@ absl::Status FileDevice::DoRead(uint64_t block, std::span<std::byte> buffer) {
 absl::Status FileDevice::DoWrite(uint64_t block,
                                  std::span<const std::byte> buffer) {
   uint64_t submissions = 0;
-  absl::Status s = PwriteFully(fd_, path(), buffer.data(), buffer.size(),
-                               block * caps_.block_size, submissions);
+  // pwrite only reads the buffer; the cast serves the shared loop.
+  absl::Status s = TransferFully(
+      /*is_read=*/false, fd_, path(),
+      const_cast<char*>(reinterpret_cast<const char*>(buffer.data())),
+      buffer.size(), block * caps_.block_size, submissions);
   ledger().CountSubmission(submissions);
   return s;
 }
