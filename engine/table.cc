@@ -117,13 +117,15 @@ class Table::Impl {
   absl::StatusOr<std::string> Get(std::string_view key) {
     absl::ReaderMutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckOpen());
-    const uint64_t b = mapping_.FindBucket(Hash(key));
+    const uint64_t h = Hash(key);
+    const uint64_t b = mapping_.FindBucket(h);
     if (const Record* r = FindInStash(b, key)) return r->value;
     logical_get_reads_.fetch_add(1, std::memory_order_relaxed);
     // A cached block is searched where it lies, with no copy.
     std::optional<std::string> value;
     auto find = [&](std::span<const std::byte> bytes) {
-      if (auto f = internal::EncodedBlock(bytes).Find(key)) value = f->value;
+      const internal::EncodedBlock block(bytes);
+      if (auto f = block.Find(key, internal::TagOf(h))) value = f->value;
     };
     if (!cache_.Visit(b, find)) {
       io::AlignedBuffer buffer(block_size());
@@ -196,13 +198,13 @@ class Table::Impl {
     // Each distinct block not answered by the stash is read once, all in one
     // batch.
     absl::flat_hash_map<uint64_t, size_t> slot;  // bucket -> buffer index
-    std::vector<uint64_t> bucket_of(keys.size());
+    std::vector<uint64_t> hash_of(keys.size());
     std::vector<int64_t> buffer_of(keys.size(), -1);
     std::vector<io::AlignedBuffer> buffers;
     std::vector<io::ReadRequest> reads;
     for (size_t i = 0; i < keys.size(); ++i) {
-      const uint64_t b = mapping_.FindBucket(Hash(keys[i]));
-      bucket_of[i] = b;
+      hash_of[i] = Hash(keys[i]);
+      const uint64_t b = mapping_.FindBucket(hash_of[i]);
       if (const Record* r = FindInStash(b, keys[i])) {
         out[i] = r->value;
         continue;
@@ -231,8 +233,8 @@ class Table::Impl {
     logical_get_reads_.fetch_add(slot.size(), std::memory_order_relaxed);
     for (size_t i = 0; i < keys.size(); ++i) {
       if (buffer_of[i] < 0) continue;
-      auto found =
-          internal::EncodedBlock(buffers[buffer_of[i]].span()).Find(keys[i]);
+      const internal::EncodedBlock block(buffers[buffer_of[i]].span());
+      auto found = block.Find(keys[i], internal::TagOf(hash_of[i]));
       if (found) out[i] = std::string(found->value);
     }
     return out;
@@ -264,8 +266,9 @@ class Table::Impl {
     const size_t size = internal::EncodedSize(key, value);
     bool grown = false;
     internal::EncodedBlock block(work_.span());
+    const uint64_t h = Hash(key);
     while (true) {
-      const uint64_t b = mapping_.FindBucket(Hash(key));
+      const uint64_t b = mapping_.FindBucket(h);
       // A key in the stash is replaced there (its block stays full, nothing
       // to read); otherwise the key's block is read.
       Record* stashed = FindInStash(b, key);
@@ -276,7 +279,7 @@ class Table::Impl {
       } else {
         RT_RETURN_IF_ERROR(LoadBlock(b, work_.span()));
         ++logical_.put_reads;
-        found = block.Find(key);
+        found = block.Find(key, internal::TagOf(h));
         if (found) old = found->size;
       }
       // As the paper does, make room first if the data would pass
@@ -309,7 +312,7 @@ class Table::Impl {
         ++record_count_;
       }
       data_bytes_ = data_bytes_ - old + size;
-      if (!block.Append(key, value)) {
+      if (!block.Append(key, value, internal::TagOf(h))) {
         RT_RETURN_IF_ERROR(
             Fail(AddToStash(b, Record{std::string(key), std::string(value)})));
       }
@@ -329,14 +332,15 @@ class Table::Impl {
 
   absl::Status DeleteLocked(std::string_view key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const uint64_t b = mapping_.FindBucket(Hash(key));
+    const uint64_t h = Hash(key);
+    const uint64_t b = mapping_.FindBucket(h);
     if (FindInStash(b, key) != nullptr) {
       return Fail(RemoveFromStash(b, key));
     }
     RT_RETURN_IF_ERROR(LoadBlock(b, work_.span()));
     ++logical_.delete_reads;
     internal::EncodedBlock block(work_.span());
-    const auto found = block.Find(key);
+    const auto found = block.Find(key, internal::TagOf(h));
     if (!found) return absl::OkStatus();
     data_bytes_ -= found->size;
     block.Remove(*found);
@@ -434,10 +438,16 @@ class Table::Impl {
       RT_RETURN_IF_ERROR(LoadBlock(b, buffer.span()));
       const internal::EncodedBlock block(buffer.span());
       absl::Status s;
-      block.ForEach([&](std::string_view k, std::string_view v) {
-        if (s.ok())
-          s = note(Record{std::string(k), std::string(v)}, b, "block");
-      });
+      block.ForEachTagged(
+          [&](std::string_view k, std::string_view v, uint16_t tag) {
+            if (!s.ok()) return;
+            if (tag != internal::TagOf(Hash(k))) {
+              s = fault("a record of bucket ", b,
+                        " has a directory tag that does not match its key");
+              return;
+            }
+            s = note(Record{std::string(k), std::string(v)}, b, "block");
+          });
       RT_RETURN_IF_ERROR(s);
       auto it = stash_.find(b);
       if (it == stash_.end()) continue;
@@ -554,7 +564,8 @@ class Table::Impl {
     if (it == stash_.end()) return absl::OkStatus();
     std::vector<Record>& list = it->second;
     for (size_t i = 0; i < list.size();) {
-      if (!block.Append(list[i].key, list[i].value)) {
+      const uint16_t tag = internal::TagOf(Hash(list[i].key));
+      if (!block.Append(list[i].key, list[i].value, tag)) {
         ++i;
         continue;
       }
@@ -644,14 +655,15 @@ class Table::Impl {
     // `owned` is the stashed record itself, or null for a record of a block.
     auto place = [&](std::string_view key, std::string_view value,
                      Record* owned) -> absl::Status {
-      const uint64_t b = mapping_.FindBucket(Hash(key));
+      const uint64_t h = Hash(key);
+      const uint64_t b = mapping_.FindBucket(h);
       auto it = slot.find(b);
       if (it == slot.end()) {
         return absl::InternalError(
             absl::StrCat("distribute: a record moved to bucket ", b,
                          ", outside the touched buckets"));
       }
-      if (blocks[it->second].Append(key, value)) {
+      if (blocks[it->second].Append(key, value, internal::TagOf(h))) {
         if (owned != nullptr) RT_RETURN_IF_ERROR(stash_log_.AppendRemove(key));
         return absl::OkStatus();
       }
@@ -880,6 +892,14 @@ absl::StatusOr<Superblock> ReadSuperblock(const std::string& path,
   return best;
 }
 
+// This build reads exactly one format version.
+absl::Status CheckFormatVersion(const std::string& path, const Superblock& sb) {
+  if (sb.format_version == internal::kFormatVersion) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat(path, " has format version ", sb.format_version,
+                   "; this build reads version ", internal::kFormatVersion));
+}
+
 }  // namespace
 
 absl::StatusOr<Options> Table::ReadLayout(const std::string& path) {
@@ -888,11 +908,7 @@ absl::StatusOr<Options> Table::ReadLayout(const std::string& path) {
   }
   RT_ASSIGN_OR_RETURN(const Superblock sb,
                       ReadSuperblock(path, io::Backend::kPosix));
-  if (sb.format_version > internal::kFormatVersion) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, " has format version ", sb.format_version,
-                     "; this build reads up to ", internal::kFormatVersion));
-  }
+  RT_RETURN_IF_ERROR(CheckFormatVersion(path, sb));
   Options o;
   o.block_size = sb.block_size;
   o.s0 = sb.s0;
@@ -933,11 +949,7 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
   Superblock sb;
   if (exists) {
     RT_ASSIGN_OR_RETURN(sb, ReadSuperblock(path, options.backend));
-    if (sb.format_version > internal::kFormatVersion) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(path, " has format version ", sb.format_version,
-                       "; this build reads up to ", internal::kFormatVersion));
-    }
+    RT_RETURN_IF_ERROR(CheckFormatVersion(path, sb));
     auto mismatch = [&](const char* what, auto stored, auto given) {
       return absl::InvalidArgumentError(absl::StrCat(
           path, " was created with ", what, " = ", stored, ", not ", given));

@@ -207,8 +207,9 @@ class Table {
   // so every checksum is verified).
   absl::Status Check();
 
-  // The largest encoded record (key and value with their length prefixes)
-  // a block takes: a quarter of the block's record space.
+  // The largest encoded record a block takes (key and value with their
+  // length prefixes and the record's 4-byte directory slot): a quarter of
+  // the block's record space.
   size_t max_record_bytes() const;
 
   class Impl;

@@ -22,9 +22,10 @@ absl::Status Corrupt(uint64_t bucket, std::string_view what) {
                                           " is corrupt: ", std::string(what)));
 }
 
-// Checks the header and checksum; on success sets *count and *used.
+// Checks the header and checksum; on success sets *count and *bytes (of
+// records).
 absl::Status Verify(std::span<const std::byte> in, uint64_t bucket,
-                    uint32_t* count, uint32_t* used) {
+                    uint32_t* count, uint32_t* bytes) {
   const char* p = reinterpret_cast<const char*>(in.data());
   if (GetFixed32(p + kMagicAt) != kBlockMagic) {
     return Corrupt(bucket, "bad magic number");
@@ -37,33 +38,37 @@ absl::Status Verify(std::span<const std::byte> in, uint64_t bucket,
                    absl::StrCat("holds bucket ", GetFixed64(p + kBucketAt)));
   }
   *count = GetFixed32(p + kCountAt);
-  *used = GetFixed32(p + kUsedAt);
-  if (*used > in.size() - kBlockHeaderBytes) {
-    return Corrupt(bucket, "record bytes exceed the block");
+  *bytes = GetFixed32(p + kUsedAt);
+  if (uint64_t{*count} * kSlotBytes + *bytes > in.size() - kBlockHeaderBytes) {
+    return Corrupt(bucket, "directory and records exceed the block");
   }
   return absl::OkStatus();
 }
 
-// Walks the records of a verified block, calling fn(key, value) for each
-// until it returns true. DataLoss when the framing does not add up.
-template <typename Fn>
-absl::Status ForEachRecord(std::span<const std::byte> in, uint64_t bucket,
-                           uint32_t count, uint32_t used, Fn fn) {
-  const char* p = reinterpret_cast<const char*>(in.data()) + kBlockHeaderBytes;
-  const char* end = p + used;
+// Checks that the records of a verified block tile [size - bytes, size)
+// exactly, in directory order from the end of the block.
+absl::Status CheckFraming(std::span<const std::byte> in, uint64_t bucket,
+                          uint32_t count, uint32_t bytes) {
+  const char* base = reinterpret_cast<const char*>(in.data());
+  size_t end = in.size();  // where the next record must end
   for (uint32_t i = 0; i < count; ++i) {
-    const auto key_len = GetVarint(&p, end);
-    const auto value_len = GetVarint(&p, end);
-    if (!key_len || !value_len ||
-        *key_len + *value_len > static_cast<uint64_t>(end - p)) {
+    const size_t offset =
+        GetFixed32(base + kBlockHeaderBytes + kSlotBytes * i) >> 16;
+    const char* p = base + offset;
+    const char* limit = base + end;
+    if (offset >= end) return Corrupt(bucket, "slot offset");
+    const auto key_len = GetVarint(&p, limit);
+    const auto value_len = GetVarint(&p, limit);
+    const uint64_t left = limit - p;
+    if (!key_len || !value_len || *key_len > left ||
+        *value_len != left - *key_len) {
       return Corrupt(bucket, "record framing");
     }
-    const std::string_view key(p, *key_len);
-    const std::string_view value(p + *key_len, *value_len);
-    p += *key_len + *value_len;
-    if (fn(key, value)) return absl::OkStatus();
+    end = offset;
   }
-  if (p != end) return Corrupt(bucket, "record bytes do not add up");
+  if (end != in.size() - bytes) {
+    return Corrupt(bucket, "record bytes do not add up");
+  }
   return absl::OkStatus();
 }
 
@@ -83,50 +88,67 @@ void EncodedBlock::Init(uint64_t b) {
 
 uint64_t EncodedBlock::bucket() const { return GetFixed64(data() + kBucketAt); }
 uint32_t EncodedBlock::count() const { return GetFixed32(data() + kCountAt); }
-size_t EncodedBlock::used() const { return GetFixed32(data() + kUsedAt); }
+size_t EncodedBlock::record_bytes() const {
+  return GetFixed32(data() + kUsedAt);
+}
+size_t EncodedBlock::used() const {
+  return record_bytes() + kSlotBytes * count();
+}
 size_t EncodedBlock::room() const {
   return bytes_.size() - kBlockHeaderBytes - used();
 }
 
-std::optional<EncodedBlock::Found> EncodedBlock::Find(
-    std::string_view key) const {
-  const char* start = data();
-  const char* p = start + kBlockHeaderBytes;
-  const char* end = p + used();
-  while (p < end) {
-    const char* record = p;
+std::optional<EncodedBlock::Found> EncodedBlock::Find(std::string_view key,
+                                                      uint16_t tag) const {
+  const char* end = data() + bytes_.size();
+  for (uint32_t i = 0, n = count(); i < n; ++i) {
+    const uint32_t entry = GetFixed32(slot(i));
+    if (static_cast<uint16_t>(entry) != tag) continue;
+    const char* record = data() + (entry >> 16);
+    const char* p = record;
     const uint64_t key_len = *GetVarint(&p, end);
     const uint64_t value_len = *GetVarint(&p, end);
     if (key_len == key.size() && std::memcmp(p, key.data(), key_len) == 0) {
-      const size_t size = (p - record) + key_len + value_len;
-      return Found{static_cast<size_t>(record - start), size,
-                   std::string_view(p + key_len, value_len)};
+      const size_t size = kSlotBytes + (p - record) + key_len + value_len;
+      return Found{i, size, std::string_view(p + key_len, value_len)};
     }
-    p += key_len + value_len;
   }
   return std::nullopt;
 }
 
 void EncodedBlock::Remove(const Found& found) {
   char* p = data();
-  const size_t end = kBlockHeaderBytes + used();
-  std::memmove(p + found.offset, p + found.offset + found.size,
-               end - found.offset - found.size);
-  std::memset(p + end - found.size, 0, found.size);
-  PutFixed32(p + kCountAt, count() - 1);
-  PutFixed32(p + kUsedAt, static_cast<uint32_t>(used() - found.size));
+  const uint32_t n = count();
+  const size_t size = found.size - kSlotBytes;
+  const size_t offset = GetFixed32(slot(found.slot)) >> 16;
+  // Records after it in the directory lie below it: move them up by its size
+  // and shift their slots down by one.
+  const size_t low = bytes_.size() - record_bytes();
+  std::memmove(p + low + size, p + low, offset - low);
+  std::memset(p + low, 0, size);
+  for (uint32_t i = found.slot; i + 1 < n; ++i) {
+    const uint32_t entry = GetFixed32(slot(i + 1));
+    PutFixed32(slot(i), entry + (static_cast<uint32_t>(size) << 16));
+  }
+  std::memset(slot(n - 1), 0, kSlotBytes);
+  PutFixed32(p + kCountAt, n - 1);
+  PutFixed32(p + kUsedAt, static_cast<uint32_t>(record_bytes() - size));
 }
 
-bool EncodedBlock::Append(std::string_view key, std::string_view value) {
-  const size_t size = EncodedSize(key, value);
-  if (size > room()) return false;
-  char* q = data() + kBlockHeaderBytes + used();
+bool EncodedBlock::Append(std::string_view key, std::string_view value,
+                          uint16_t tag) {
+  if (EncodedSize(key, value) > room()) return false;
+  const size_t size = RecordBytes(key, value);
+  const uint32_t n = count();
+  const size_t offset = bytes_.size() - record_bytes() - size;
+  char* q = data() + offset;
   q = PutVarint(q, key.size());
   q = PutVarint(q, value.size());
   if (!key.empty()) std::memcpy(q, key.data(), key.size());
   if (!value.empty()) std::memcpy(q + key.size(), value.data(), value.size());
-  PutFixed32(data() + kCountAt, count() + 1);
-  PutFixed32(data() + kUsedAt, static_cast<uint32_t>(used() + size));
+  PutFixed32(slot(n), static_cast<uint32_t>(offset << 16) | tag);
+  PutFixed32(data() + kCountAt, n + 1);
+  PutFixed32(data() + kUsedAt, static_cast<uint32_t>(record_bytes() + size));
   return true;
 }
 
@@ -135,11 +157,9 @@ void EncodedBlock::Seal() {
 }
 
 absl::Status VerifyBlock(std::span<const std::byte> in, uint64_t bucket) {
-  uint32_t count, used;
-  RT_RETURN_IF_ERROR(Verify(in, bucket, &count, &used));
-  return ForEachRecord(
-      in, bucket, count, used,
-      [](std::string_view, std::string_view) { return false; });
+  uint32_t count = 0, bytes = 0;
+  RT_RETURN_IF_ERROR(Verify(in, bucket, &count, &bytes));
+  return CheckFraming(in, bucket, count, bytes);
 }
 
 }  // namespace roundtable::internal

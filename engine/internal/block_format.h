@@ -1,8 +1,12 @@
-// The bytes of one bucket block (docs/format.md): a 32-byte header, then
-// records packed from byte 32, then zeros. EncodedBlock reads and edits them
-// in place. The header holds a magic number,
-// the record count, the bucket number, the bytes of records and an XXH3-64
-// checksum of the whole block taken with the checksum field zeroed.
+// The bytes of one bucket block (docs/format.md), a slotted page: a 32-byte
+// header, a directory of 4-byte slots growing from byte 32, zeros, and the
+// records packed against the end of the block. The header holds a magic
+// number, the record count, the bucket number, the bytes of records and an
+// XXH3-64 checksum. Slot i holds a 16-bit tag of record i's key hash and the
+// record's offset; record 0 ends at the end of the block and record i + 1
+// ends where record i starts. A lookup compares tags in the directory (the
+// first cache lines of the block) and decodes only the records whose tag
+// matches, so it touches a few cache lines instead of the whole block.
 //
 // Record encoding: varint key length, varint value length, key, value.
 //
@@ -25,6 +29,11 @@ namespace roundtable::internal {
 
 inline constexpr uint32_t kBlockMagic = 0x4b425452;  // "RTBK"
 inline constexpr size_t kBlockHeaderBytes = 32;
+inline constexpr size_t kSlotBytes = 4;
+
+// The directory tag of a key whose 64-bit hash is `hash`: its low 16 bits,
+// which do not depend on the bucket (a bucket's keys share their high bits).
+inline uint16_t TagOf(uint64_t hash) { return static_cast<uint16_t>(hash); }
 
 struct Record {
   std::string key;
@@ -37,7 +46,10 @@ struct Record {
 // bytes after the header, seeded with XXH3-64 of header bytes [0, 24).
 uint64_t BlockChecksum(const char* data, size_t size);
 
-// Bytes a record takes inside a block (and in the stash accounting).
+// Bytes of a record's encoding: two varint lengths, key, value.
+inline size_t RecordBytes(std::string_view key, std::string_view value);
+// Bytes a record takes inside a block, its slot included (and in the stash
+// accounting).
 inline size_t EncodedSize(std::string_view key, std::string_view value);
 
 // An encoded block edited in place: the Put and Delete paths and distribute
@@ -57,49 +69,68 @@ class EncodedBlock {
 
   uint64_t bucket() const;
   uint32_t count() const;
-  size_t used() const;  // bytes of records
-  size_t room() const;  // record bytes still free
+  size_t used() const;  // bytes of records and their slots (EncodedSize)
+  size_t room() const;  // bytes still free, for records and their slots
 
   struct Found {
-    size_t offset;  // of the record, from the start of the block
-    size_t size;    // its encoded size
+    uint32_t slot;  // index in the directory
+    size_t size;    // EncodedSize of the record
     std::string_view value;
   };
-  std::optional<Found> Find(std::string_view key) const;
+  // `tag` is TagOf(hash of key).
+  std::optional<Found> Find(std::string_view key, uint16_t tag) const;
   void Remove(const Found& found);
   // Appends a record if it fits; false (and nothing changed) if not.
-  bool Append(std::string_view key, std::string_view value);
-  // Calls fn(key, value) for every record, in block order.
+  bool Append(std::string_view key, std::string_view value, uint16_t tag);
+  // Calls fn(key, value, tag) for every record, in directory order.
   template <typename Fn>
-  void ForEach(Fn fn) const;
+  void ForEachTagged(Fn fn) const;
+  // Calls fn(key, value) for every record, in directory order.
+  template <typename Fn>
+  void ForEach(Fn fn) const {
+    ForEachTagged([&](std::string_view k, std::string_view v, uint16_t) {
+      fn(k, v);
+    });
+  }
 
   // Writes the checksum; the bytes are then a valid block.
   void Seal();
 
  private:
   char* data() const { return reinterpret_cast<char*>(bytes_.data()); }
+  char* slot(uint32_t i) const {
+    return data() + kBlockHeaderBytes + kSlotBytes * i;
+  }
+  // Bytes of records alone, without their slots.
+  size_t record_bytes() const;
   std::span<std::byte> bytes_;
 };
 
 // DataLoss, naming the bucket, unless `in` is a valid block of `bucket`
-// (magic, checksum, bucket number, record framing).
+// (magic, checksum, bucket number, directory and record framing). The tags
+// depend on the table's hash seed and are checked by Table::Check.
 absl::Status VerifyBlock(std::span<const std::byte> in, uint64_t bucket);
 
 template <typename Fn>
-void EncodedBlock::ForEach(Fn fn) const {
-  const char* p = data() + kBlockHeaderBytes;
-  const char* end = p + used();
-  while (p < end) {
+void EncodedBlock::ForEachTagged(Fn fn) const {
+  const char* end = data() + bytes_.size();
+  for (uint32_t i = 0, n = count(); i < n; ++i) {
+    const uint32_t entry = GetFixed32(slot(i));
+    const char* p = data() + (entry >> 16);
     const uint64_t key_len = *GetVarint(&p, end);
     const uint64_t value_len = *GetVarint(&p, end);
-    fn(std::string_view(p, key_len), std::string_view(p + key_len, value_len));
-    p += key_len + value_len;
+    fn(std::string_view(p, key_len), std::string_view(p + key_len, value_len),
+       static_cast<uint16_t>(entry));
   }
 }
 
-inline size_t EncodedSize(std::string_view key, std::string_view value) {
+inline size_t RecordBytes(std::string_view key, std::string_view value) {
   return VarintLength(key.size()) + VarintLength(value.size()) + key.size() +
          value.size();
+}
+
+inline size_t EncodedSize(std::string_view key, std::string_view value) {
+  return kSlotBytes + RecordBytes(key, value);
 }
 
 }  // namespace roundtable::internal

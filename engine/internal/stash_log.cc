@@ -17,7 +17,7 @@ constexpr size_t kMagicAt = 0, kCountAt = 4, kEpochAt = 8, kUsedAt = 16,
 constexpr char kPut = 1, kRemove = 2;
 
 size_t EntrySize(std::string_view key, std::string_view value) {
-  return 1 + EncodedSize(key, value);
+  return 1 + RecordBytes(key, value);
 }
 
 }  // namespace

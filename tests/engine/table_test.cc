@@ -7,11 +7,14 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <random>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "engine/internal/superblock.h"
 #include "engine/mapping/round_mapping.h"
 #include "gtest/gtest.h"
@@ -27,6 +30,11 @@ std::string TempDir(const std::string& tag) {
                           std::to_string(counter++);
   EXPECT_TRUE(DestroyTable(dir).ok());
   return dir;
+}
+
+std::string FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 std::unique_ptr<Table> OpenOrDie(const Options& o, const std::string& dir) {
@@ -93,7 +101,8 @@ TEST_P(TableModelTest, RandomOperationsMatchAStdMap) {
       const int op = static_cast<int>(rng() % 100);
       if (op < 45) {
         const std::string key = random_key();
-        const size_t room = max_record - key.size() - 4;
+        // One key-length byte, two value-length bytes at most, the slot.
+        const size_t room = max_record - key.size() - 3 - 4;
         std::string value(rng() % (room + 1), 'a' + rng() % 26);
         ASSERT_TRUE(table->Put(key, value).ok()) << "step " << step;
         model[key] = value;
@@ -371,9 +380,11 @@ TEST(TableTest, OversizeRecordIsRefusedAndNothingChanges) {
   EXPECT_NE(s.message().find("8192"), std::string::npos) << s;
   EXPECT_EQ(table->GetStats().records, 1u);
   EXPECT_EQ(table->Get("big").status().code(), absl::StatusCode::kNotFound);
-  // The largest record that fits is taken.
-  // (1 key byte, two length bytes for the value, one for the key.)
-  EXPECT_TRUE(table->Put("b", std::string(limit - 4, 'y')).ok());
+  // The largest record that fits is taken: 1 key byte, two length bytes for
+  // the value, one for the key, a 4-byte slot.
+  EXPECT_TRUE(table->Put("b", std::string(limit - 8, 'y')).ok());
+  EXPECT_EQ(table->Put("c", std::string(limit - 7, 'y')).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(TableTest, OpenRefusesBadOptionsAndMismatches) {
@@ -585,30 +596,41 @@ TEST(TableTest, CorruptSuperblocksAreDataLoss) {
             absl::StatusCode::kDataLoss);
 }
 
-TEST(TableTest, NewerFormatIsRefused) {
-  const std::string dir = TempDir("newer");
-  {
-    auto table = OpenOrDie(Posix(), dir);
-    ASSERT_NE(table, nullptr);
-  }
-  // Rewrite both superblocks as format version 2.
-  for (uint64_t slot = 0; slot < 2; ++slot) {
-    const int fd = open((dir + "/blocks").c_str(), O_RDWR);
-    ASSERT_GE(fd, 0);
-    io::AlignedBuffer buffer(4096);
-    ASSERT_EQ(pread(fd, buffer.data(), 4096, slot * 4096), 4096);
-    auto sb = internal::DecodeSuperblock(buffer.span());
-    if (sb.ok()) {
-      sb->format_version = 2;
-      internal::EncodeSuperblock(*sb, buffer.span());
-      ASSERT_EQ(pwrite(fd, buffer.data(), 4096, slot * 4096), 4096);
+TEST(TableTest, OtherFormatVersionsAreRefused) {
+  const uint32_t current = internal::kFormatVersion;
+  for (const uint32_t version : {current - 1, current + 1}) {
+    const std::string dir = TempDir("version");
+    {
+      auto table = OpenOrDie(Posix(), dir);
+      ASSERT_NE(table, nullptr);
+      ASSERT_TRUE(table->Put("k", "v").ok());
     }
-    close(fd);
+    // Rewrite both superblocks with another format version.
+    for (uint64_t slot = 0; slot < 2; ++slot) {
+      const int fd = open((dir + "/blocks").c_str(), O_RDWR);
+      ASSERT_GE(fd, 0);
+      io::AlignedBuffer buffer(4096);
+      ASSERT_EQ(pread(fd, buffer.data(), 4096, slot * 4096), 4096);
+      auto sb = internal::DecodeSuperblock(buffer.span());
+      if (sb.ok()) {
+        sb->format_version = version;
+        internal::EncodeSuperblock(*sb, buffer.span());
+        ASSERT_EQ(pwrite(fd, buffer.data(), 4096, slot * 4096), 4096);
+      }
+      close(fd);
+    }
+    const std::string before = FileBytes(dir + "/blocks");
+    auto s = Table::Open(Posix(), dir);
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(s.status().message().find(
+                  absl::StrCat("format version ", version)),
+              std::string::npos)
+        << s.status();
+    EXPECT_EQ(Table::ReadLayout(dir).status().code(),
+              absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(FileBytes(dir + "/blocks"), before) << "the table was changed";
+    ASSERT_TRUE(DestroyTable(dir).ok());
   }
-  auto s = Table::Open(Posix(), dir);
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(s.status().message().find("format version 2"), std::string::npos)
-      << s.status();
 }
 
 }  // namespace

@@ -3,9 +3,11 @@
 // corruption.
 #include "engine/internal/block_format.h"
 
+#include <functional>
 #include <map>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "engine/internal/superblock.h"
 #include "gtest/gtest.h"
 #include "io/block_device.h"
@@ -13,8 +15,13 @@
 namespace roundtable::internal {
 namespace {
 
+// A tag with few values, so that lookups meet tag matches of other keys.
+uint16_t TestTag(const std::string& key) {
+  return static_cast<uint16_t>(std::hash<std::string>()(key) % 3);
+}
+
 TEST(EncodedBlockTest, EditsMatchAMapAndSealedBlocksVerify) {
-  for (const uint32_t bs : {512u, 4096u}) {
+  for (const uint32_t bs : {512u, 4096u, 65536u}) {
     std::mt19937_64 rng(bs);
     io::AlignedBuffer bytes(bs);
     EncodedBlock block(bytes.span());
@@ -24,19 +31,19 @@ TEST(EncodedBlockTest, EditsMatchAMapAndSealedBlocksVerify) {
     for (int step = 0; step < 3000; ++step) {
       const std::string key = "k" + std::to_string(rng() % 40);
       if (rng() % 3) {
-        const std::string value(rng() % 30, 'a' + rng() % 26);
-        if (auto f = block.Find(key)) {
+        const std::string value(rng() % (bs / 16), 'a' + rng() % 26);
+        if (auto f = block.Find(key, TestTag(key))) {
           used -= f->size;
           block.Remove(*f);
           model.erase(key);
         }
         const bool fits = EncodedSize(key, value) <= block.room();
-        ASSERT_EQ(block.Append(key, value), fits);
+        ASSERT_EQ(block.Append(key, value, TestTag(key)), fits);
         if (fits) {
           model[key] = value;
           used += EncodedSize(key, value);
         }
-      } else if (auto f = block.Find(key)) {
+      } else if (auto f = block.Find(key, TestTag(key))) {
         used -= f->size;
         block.Remove(*f);
         model.erase(key);
@@ -46,11 +53,17 @@ TEST(EncodedBlockTest, EditsMatchAMapAndSealedBlocksVerify) {
       ASSERT_EQ(block.room(), bs - kBlockHeaderBytes - used);
       if (step % 100 == 0) {
         std::map<std::string, std::string> seen;
-        block.ForEach([&](std::string_view k, std::string_view v) {
-          seen.emplace(k, v);
-        });
+        block.ForEachTagged(
+            [&](std::string_view k, std::string_view v, uint16_t tag) {
+              seen.emplace(k, v);
+              EXPECT_EQ(tag, TestTag(std::string(k)));
+            });
         ASSERT_EQ(seen, model);
-        for (const auto& [k, v] : model) ASSERT_EQ(block.Find(k)->value, v);
+        for (const auto& [k, v] : model) {
+          ASSERT_EQ(block.Find(k, TestTag(k))->value, v);
+          // The tag filters: under another tag the key is not found.
+          ASSERT_FALSE(block.Find(k, TestTag(k) + 3));
+        }
         block.Seal();
         ASSERT_TRUE(VerifyBlock(bytes.span(), 7).ok());
         EXPECT_EQ(VerifyBlock(bytes.span(), 8).code(),
@@ -64,8 +77,8 @@ TEST(EncodedBlockTest, EveryFlippedByteIsDataLoss) {
   io::AlignedBuffer bytes(512);
   EncodedBlock block(bytes.span());
   block.Init(3);
-  ASSERT_TRUE(block.Append("key", "value"));
-  ASSERT_TRUE(block.Append("other", std::string(40, 'x')));
+  ASSERT_TRUE(block.Append("key", "value", 1));
+  ASSERT_TRUE(block.Append("other", std::string(40, 'x'), 2));
   block.Seal();
   ASSERT_TRUE(VerifyBlock(bytes.span(), 3).ok());
   for (size_t i = 0; i < bytes.size(); ++i) {
@@ -74,6 +87,54 @@ TEST(EncodedBlockTest, EveryFlippedByteIsDataLoss) {
         << "byte " << i;
     bytes.data()[i] ^= std::byte{0x10};
   }
+}
+
+// A block of many tiny records: the directory and the records meet in the
+// middle, every byte is used, and one more record does not fit.
+TEST(EncodedBlockTest, DirectoryAndRecordsFillTheBlock) {
+  io::AlignedBuffer bytes(512);
+  EncodedBlock block(bytes.span());
+  block.Init(0);
+  int n = 0;
+  // Each record: 2 length bytes, a 2-byte key, a 1-byte value, a 4-byte slot.
+  while (block.Append(absl::StrCat(n % 10, n / 10), "v", n % 7)) ++n;
+  EXPECT_EQ(n, (512 - kBlockHeaderBytes) / 9);
+  EXPECT_EQ(block.used(), n * 9u);
+  EXPECT_LT(block.room(), 9u);
+  for (int i = 0; i < n; i += 2) {
+    const std::string key = absl::StrCat(i % 10, i / 10);
+    auto f = block.Find(key, i % 7);
+    ASSERT_TRUE(f) << key;
+    block.Remove(*f);
+  }
+  block.Seal();
+  ASSERT_TRUE(VerifyBlock(bytes.span(), 0).ok());
+  for (int i = 0; i < n; ++i) {
+    const std::string key = absl::StrCat(i % 10, i / 10);
+    EXPECT_EQ(block.Find(key, i % 7).has_value(), i % 2 == 1) << key;
+  }
+}
+
+// A slot that points at the wrong place is DataLoss even when the checksum
+// is right (a block written by a faulty encoder).
+TEST(EncodedBlockTest, BadDirectoryIsDataLoss) {
+  io::AlignedBuffer bytes(512);
+  EncodedBlock block(bytes.span());
+  block.Init(5);
+  ASSERT_TRUE(block.Append("alpha", "1", 9));
+  ASSERT_TRUE(block.Append("beta", "22", 9));
+  char* p = reinterpret_cast<char*>(bytes.data());
+  for (const int delta : {-1, 1}) {
+    // Slot 1's offset, moved by one byte.
+    const uint32_t entry = GetFixed32(p + kBlockHeaderBytes + kSlotBytes);
+    PutFixed32(p + kBlockHeaderBytes + kSlotBytes, entry + (delta << 16));
+    block.Seal();
+    EXPECT_EQ(VerifyBlock(bytes.span(), 5).code(),
+              absl::StatusCode::kDataLoss);
+    PutFixed32(p + kBlockHeaderBytes + kSlotBytes, entry);
+  }
+  block.Seal();
+  EXPECT_TRUE(VerifyBlock(bytes.span(), 5).ok());
 }
 
 TEST(SuperblockTest, RoundTripsAndRefusesCorruption) {
