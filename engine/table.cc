@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "engine/internal/block_cache.h"
 #include "engine/internal/block_format.h"
+#include "engine/internal/stash.h"
 #include "engine/internal/stash_log.h"
 #include "engine/internal/superblock.h"
 #include "engine/mapping/round_mapping.h"
@@ -107,33 +108,37 @@ class Table::Impl {
                                             sb_.stash_blocks));
     for (auto& [key, value] : live) {
       const uint64_t b = mapping_.FindBucket(Hash(key));
-      stash_bytes_ += internal::EncodedSize(key, value);
-      ++stash_records_;
-      stash_[b].push_back(Record{key, std::move(value)});
+      stash_.Add(b, Record{key, std::move(value)});
     }
     return absl::OkStatus();
   }
 
-  absl::StatusOr<std::string> Get(std::string_view key) {
+  absl::Status Get(std::string_view key, std::string* value) {
     absl::ReaderMutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckOpen());
     const uint64_t h = Hash(key);
     const uint64_t b = mapping_.FindBucket(h);
-    if (const Record* r = FindInStash(b, key)) return r->value;
+    if (const Record* r = FindInStash(b, key)) {
+      value->assign(r->value);
+      return absl::OkStatus();
+    }
     logical_get_reads_.fetch_add(1, std::memory_order_relaxed);
     // A cached block is searched where it lies, with no copy.
-    std::optional<std::string> value;
+    bool found = false;
     auto find = [&](std::span<const std::byte> bytes) {
       const internal::EncodedBlock block(bytes);
-      if (auto f = block.Find(key, internal::TagOf(h))) value = f->value;
+      if (auto f = block.Find(key, internal::TagOf(h))) {
+        value->assign(f->value);
+        found = true;
+      }
     };
     if (!cache_.Visit(b, find)) {
       io::AlignedBuffer buffer(block_size());
       RT_RETURN_IF_ERROR(LoadFromDevice(b, buffer.span()));
       find(buffer.span());
     }
-    if (!value) return absl::NotFoundError("key not found");
-    return *std::move(value);
+    if (!found) return absl::NotFoundError("key not found");
+    return absl::OkStatus();
   }
 
   absl::Status CheckRecord(std::string_view key, std::string_view value) const {
@@ -255,8 +260,8 @@ class Table::Impl {
         .ForEach([&](std::string_view k, std::string_view v) {
           out->push_back(Record{std::string(k), std::string(v)});
         });
-    if (auto it = stash_.find(b); it != stash_.end()) {
-      out->insert(out->end(), it->second.begin(), it->second.end());
+    if (const internal::Stash::List* list = stash_.ListOf(b)) {
+      out->insert(out->end(), list->begin(), list->end());
     }
     return absl::OkStatus();
   }
@@ -292,9 +297,8 @@ class Table::Impl {
         continue;
       }
       if (stashed != nullptr) {
-        stash_bytes_ = stash_bytes_ - old + size;
         data_bytes_ = data_bytes_ - old + size;
-        stashed->value = std::string(value);
+        stash_.SetValue(stashed, value);
         RT_RETURN_IF_ERROR(Fail(stash_log_.AppendPut(key, value)));
         if (size >= old) return absl::OkStatus();
         // A smaller record may now fit its block: keep the rule that a
@@ -387,8 +391,8 @@ class Table::Impl {
     TableStats st;
     st.buckets = mapping_.num_buckets();
     st.records = record_count_;
-    st.stash_records = stash_records_;
-    st.stash_bytes = stash_bytes_;
+    st.stash_records = stash_.records();
+    st.stash_bytes = stash_.bytes();
     st.data_bytes = data_bytes_;
     st.block_size = sb_.block_size;
     st.s0 = sb_.s0;
@@ -415,7 +419,7 @@ class Table::Impl {
     RT_RETURN_IF_ERROR(CheckOpen());
     const uint64_t m = mapping_.num_buckets();
     absl::flat_hash_map<std::string, uint64_t> seen;
-    uint64_t records = 0, bytes = 0;
+    uint64_t records = 0, bytes = 0, stash_records = 0, stash_bytes = 0;
     auto fault = [](auto... parts) {
       return absl::DataLossError(absl::StrCat("check: ", parts...));
     };
@@ -449,10 +453,12 @@ class Table::Impl {
             s = note(Record{std::string(k), std::string(v)}, b, "block");
           });
       RT_RETURN_IF_ERROR(s);
-      auto it = stash_.find(b);
-      if (it == stash_.end()) continue;
-      for (const Record& r : it->second) {
+      const internal::Stash::List* list = stash_.ListOf(b);
+      if (list == nullptr) continue;
+      for (const Record& r : *list) {
         RT_RETURN_IF_ERROR(note(r, b, "stash"));
+        ++stash_records;
+        stash_bytes += internal::EncodedSize(r.key, r.value);
         if (internal::EncodedSize(r.key, r.value) <= block.room()) {
           return fault("bucket ", b,
                        " keeps a record in the stash that its block has "
@@ -460,8 +466,20 @@ class Table::Impl {
         }
       }
     }
-    for (const auto& [b, list] : stash_) {
-      if (b >= m) return fault("stash list for missing bucket ", b);
+    absl::Status stray;
+    stash_.ForEachList([&](uint64_t b, const internal::Stash::List&) {
+      if (b >= m && stray.ok()) {
+        stray = fault("stash list for missing bucket ", b);
+      }
+    });
+    RT_RETURN_IF_ERROR(stray);
+    if (!stash_.BitmapAgrees()) {
+      return fault("the stash's bucket bitmap disagrees with its lists");
+    }
+    if (stash_records != stash_.records() || stash_bytes != stash_.bytes()) {
+      return fault("counted ", stash_records, " stash records of ",
+                   stash_bytes, " bytes; the stash says ", stash_.records(),
+                   " and ", stash_.bytes());
     }
     if (records != record_count_ || bytes != data_bytes_) {
       return fault("counted ", records, " records of ", bytes,
@@ -521,66 +539,49 @@ class Table::Impl {
 
   Record* FindInStash(uint64_t b, std::string_view key)
       ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    auto it = stash_.find(b);
-    if (it == stash_.end()) return nullptr;
-    for (Record& r : it->second) {
-      if (r.key == key) return &r;
-    }
-    return nullptr;
+    return stash_.Find(b, key);
   }
 
   absl::Status AddToStash(uint64_t b, Record record)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     RT_RETURN_IF_ERROR(stash_log_.AppendPut(record.key, record.value));
-    stash_bytes_ += internal::EncodedSize(record.key, record.value);
-    ++stash_records_;
-    stash_[b].push_back(std::move(record));
+    stash_.Add(b, std::move(record));
     return MaybeRewriteStashCopy();
   }
 
   absl::Status RemoveFromStash(uint64_t b, std::string_view key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    std::vector<Record>& list = stash_[b];
-    for (size_t i = 0; i < list.size(); ++i) {
-      if (list[i].key != key) continue;
-      const size_t size = internal::EncodedSize(list[i].key, list[i].value);
-      RT_RETURN_IF_ERROR(stash_log_.AppendRemove(key));
-      stash_bytes_ -= size;
-      data_bytes_ -= size;
-      --stash_records_;
+    absl::Status s;
+    stash_.Filter(b, [&](const Record& r) {
+      if (r.key != key) return true;
+      s = stash_log_.AppendRemove(key);
+      if (!s.ok()) return true;
+      data_bytes_ -= internal::EncodedSize(r.key, r.value);
       --record_count_;
-      list[i] = std::move(list.back());
-      list.pop_back();
-      if (list.empty()) stash_.erase(b);
-      return MaybeRewriteStashCopy();
-    }
-    return absl::OkStatus();
+      return false;
+    });
+    RT_RETURN_IF_ERROR(s);
+    return MaybeRewriteStashCopy();
   }
 
   // Moves the stash records of bucket b that fit into its block.
   absl::Status RefillFromStash(internal::EncodedBlock& block, uint64_t b)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto it = stash_.find(b);
-    if (it == stash_.end()) return absl::OkStatus();
-    std::vector<Record>& list = it->second;
-    for (size_t i = 0; i < list.size();) {
-      const uint16_t tag = internal::TagOf(Hash(list[i].key));
-      if (!block.Append(list[i].key, list[i].value, tag)) {
-        ++i;
-        continue;
+    absl::Status s;
+    stash_.Filter(b, [&](const Record& r) {
+      if (!s.ok()) return true;
+      if (!block.Append(r.key, r.value, internal::TagOf(Hash(r.key)))) {
+        return true;
       }
-      RT_RETURN_IF_ERROR(stash_log_.AppendRemove(list[i].key));
-      stash_bytes_ -= internal::EncodedSize(list[i].key, list[i].value);
-      --stash_records_;
-      list[i] = std::move(list.back());
-      list.pop_back();
-    }
-    if (list.empty()) stash_.erase(it);
+      s = stash_log_.AppendRemove(r.key);
+      return false;
+    });
+    RT_RETURN_IF_ERROR(s);
     return MaybeRewriteStashCopy();
   }
 
   absl::Status MaybeRewriteStashCopy() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (!stash_log_.WantsRewrite(stash_bytes_ + stash_records_)) {
+    if (!stash_log_.WantsRewrite(stash_.bytes() + stash_.records())) {
       return absl::OkStatus();
     }
     return RewriteStashCopy();
@@ -588,10 +589,10 @@ class Table::Impl {
 
   absl::Status RewriteStashCopy() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::vector<std::pair<std::string_view, std::string_view>> live;
-    live.reserve(stash_records_);
-    for (const auto& [bucket, list] : stash_) {
+    live.reserve(stash_.records());
+    stash_.ForEachList([&](uint64_t, const internal::Stash::List& list) {
       for (const Record& r : list) live.emplace_back(r.key, r.value);
-    }
+    });
     return stash_log_.Rewrite(live);
   }
 
@@ -643,14 +644,7 @@ class Table::Impl {
     // as puts; a record that stays in the stash needs no entry.
     std::vector<Record> from_stash;
     for (const uint64_t b : sources) {
-      auto it = stash_.find(b);
-      if (it == stash_.end()) continue;
-      for (Record& r : it->second) {
-        stash_bytes_ -= internal::EncodedSize(r.key, r.value);
-        --stash_records_;
-        from_stash.push_back(std::move(r));
-      }
-      stash_.erase(it);
+      for (Record& r : stash_.Take(b)) from_stash.push_back(std::move(r));
     }
     // `owned` is the stashed record itself, or null for a record of a block.
     auto place = [&](std::string_view key, std::string_view value,
@@ -669,11 +663,9 @@ class Table::Impl {
       }
       if (owned == nullptr)
         RT_RETURN_IF_ERROR(stash_log_.AppendPut(key, value));
-      stash_bytes_ += internal::EncodedSize(key, value);
-      ++stash_records_;
-      stash_[b].push_back(owned != nullptr
-                              ? std::move(*owned)
-                              : Record{std::string(key), std::string(value)});
+      stash_.Add(b, owned != nullptr
+                        ? std::move(*owned)
+                        : Record{std::string(key), std::string(value)});
       return absl::OkStatus();
     };
     // Block records first, so that stashed records fill what room is left.
@@ -767,10 +759,7 @@ class Table::Impl {
   io::AlignedBuffer work_ ABSL_GUARDED_BY(mu_);
   const size_t payload_;
 
-  absl::flat_hash_map<uint64_t, std::vector<Record>> stash_
-      ABSL_GUARDED_BY(mu_);
-  uint64_t stash_records_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t stash_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  internal::Stash stash_ ABSL_GUARDED_BY(mu_);
   uint64_t record_count_ ABSL_GUARDED_BY(mu_);
   uint64_t data_bytes_ ABSL_GUARDED_BY(mu_);
   LogicalLedger logical_ ABSL_GUARDED_BY(mu_);
@@ -787,7 +776,13 @@ Table::~Table() {
 }
 
 absl::StatusOr<std::string> Table::Get(std::string_view key) {
-  return impl_->Get(key);
+  std::string value;
+  RT_RETURN_IF_ERROR(impl_->Get(key, &value));
+  return value;
+}
+
+absl::Status Table::Get(std::string_view key, std::string* value) {
+  return impl_->Get(key, value);
 }
 absl::Status Table::Put(std::string_view key, std::string_view value) {
   return impl_->Put(key, value);

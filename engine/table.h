@@ -139,7 +139,7 @@ class Table {
   // and options.error_if_exists; NotFound when missing and not to be
   // created; InvalidArgument for bad options, a layout that differs from the
   // stored one, or a path that is not a directory; FailedPrecondition for a
-  // table of a newer format; DataLoss when the superblocks or the stash copy
+  // table of another format version; DataLoss when the superblocks or the stash copy
   // fail their checksums. Reads the superblocks and the stash copy, never the
   // block file.
   static absl::StatusOr<std::unique_ptr<Table>> Open(const Options& options,
@@ -159,6 +159,10 @@ class Table {
   // The value of `key`, or NotFound. Reads at most one block (none when the
   // key is in the stash); DataLoss when that block fails its checksum.
   absl::StatusOr<std::string> Get(std::string_view key);
+  // The same, assigning the value to *value (which keeps its capacity, so a
+  // loop that reuses one string allocates nothing); *value is unspecified
+  // when the status is not OK.
+  absl::Status Get(std::string_view key, std::string* value);
 
   // Inserts or replaces. Reads and writes the key's block once; may first
   // add a bucket (one distribute: z block reads, z + 1 writes).

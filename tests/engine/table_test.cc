@@ -97,6 +97,7 @@ TEST_P(TableModelTest, RandomOperationsMatchAStdMap) {
     std::map<std::string, std::string> model;
     const int keys = 1500;
     auto random_key = [&] { return "k" + std::to_string(rng() % keys); };
+    std::string reused;
     for (int step = 0; step < 6000; ++step) {
       const int op = static_cast<int>(rng() % 100);
       if (op < 45) {
@@ -161,13 +162,18 @@ TEST_P(TableModelTest, RandomOperationsMatchAStdMap) {
       } else if (op < 98) {
         const std::string key = random_key();
         auto got = table->Get(key);
+        // The form that fills a caller's string, reused across steps.
+        const absl::Status into = table->Get(key, &reused);
         auto it = model.find(key);
         if (it == model.end()) {
           ASSERT_EQ(got.status().code(), absl::StatusCode::kNotFound)
               << "step " << step << " key " << key;
+          ASSERT_EQ(into.code(), absl::StatusCode::kNotFound);
         } else {
           ASSERT_TRUE(got.ok()) << got.status() << " step " << step;
           ASSERT_EQ(*got, it->second) << "step " << step << " key " << key;
+          ASSERT_TRUE(into.ok()) << into;
+          ASSERT_EQ(reused, it->second) << "step " << step << " key " << key;
         }
       } else {
         ASSERT_TRUE(table->Close().ok());
