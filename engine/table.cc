@@ -2,6 +2,9 @@
 
 #include <sys/stat.h>
 #include <unistd.h>
+// Key hashes are XXH3 compiled inline: for short keys the call into the
+// shared library costs as much as the hash.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <cerrno>
@@ -107,8 +110,8 @@ class Table::Impl {
         auto live, internal::StashLog::Load(*stash_device_, sb_.stash_epoch,
                                             sb_.stash_blocks));
     for (auto& [key, value] : live) {
-      const uint64_t b = mapping_.FindBucket(Hash(key));
-      stash_.Add(b, Record{key, std::move(value)});
+      const uint64_t h = Hash(key);
+      stash_.Add(mapping_.FindBucket(h), h, Record{key, std::move(value)});
     }
     return absl::OkStatus();
   }
@@ -118,7 +121,7 @@ class Table::Impl {
     RT_RETURN_IF_ERROR(CheckOpen());
     const uint64_t h = Hash(key);
     const uint64_t b = mapping_.FindBucket(h);
-    if (const Record* r = FindInStash(b, key)) {
+    if (const Record* r = FindInStash(b, key, h)) {
       value->assign(r->value);
       return absl::OkStatus();
     }
@@ -210,7 +213,7 @@ class Table::Impl {
     for (size_t i = 0; i < keys.size(); ++i) {
       hash_of[i] = Hash(keys[i]);
       const uint64_t b = mapping_.FindBucket(hash_of[i]);
-      if (const Record* r = FindInStash(b, keys[i])) {
+      if (const Record* r = FindInStash(b, keys[i], hash_of[i])) {
         out[i] = r->value;
         continue;
       }
@@ -276,7 +279,7 @@ class Table::Impl {
       const uint64_t b = mapping_.FindBucket(h);
       // A key in the stash is replaced there (its block stays full, nothing
       // to read); otherwise the key's block is read.
-      Record* stashed = FindInStash(b, key);
+      Record* stashed = FindInStash(b, key, h);
       std::optional<internal::EncodedBlock::Found> found;
       size_t old = 0;
       if (stashed != nullptr) {
@@ -318,7 +321,7 @@ class Table::Impl {
       data_bytes_ = data_bytes_ - old + size;
       if (!block.Append(key, value, internal::TagOf(h))) {
         RT_RETURN_IF_ERROR(
-            Fail(AddToStash(b, Record{std::string(key), std::string(value)})));
+            Fail(AddToStash(b, h, Record{std::string(key), std::string(value)})));
       }
       RT_RETURN_IF_ERROR(Fail(RefillFromStash(block, b)));
       ++logical_.put_writes;
@@ -338,7 +341,7 @@ class Table::Impl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const uint64_t h = Hash(key);
     const uint64_t b = mapping_.FindBucket(h);
-    if (FindInStash(b, key) != nullptr) {
+    if (FindInStash(b, key, h) != nullptr) {
       return Fail(RemoveFromStash(b, key));
     }
     RT_RETURN_IF_ERROR(LoadBlock(b, work_.span()));
@@ -473,8 +476,8 @@ class Table::Impl {
       }
     });
     RT_RETURN_IF_ERROR(stray);
-    if (!stash_.BitmapAgrees()) {
-      return fault("the stash's bucket bitmap disagrees with its lists");
+    if (!stash_.Consistent([&](std::string_view k) { return Hash(k); })) {
+      return fault("the stash's filters or key hashes disagree with its lists");
     }
     if (stash_records != stash_.records() || stash_bytes != stash_.bytes()) {
       return fault("counted ", stash_records, " stash records of ",
@@ -537,15 +540,15 @@ class Table::Impl {
         std::ceil(static_cast<double>(bytes) / per_block));
   }
 
-  Record* FindInStash(uint64_t b, std::string_view key)
+  Record* FindInStash(uint64_t b, std::string_view key, uint64_t h)
       ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return stash_.Find(b, key);
+    return stash_.Find(b, key, h);
   }
 
-  absl::Status AddToStash(uint64_t b, Record record)
+  absl::Status AddToStash(uint64_t b, uint64_t h, Record record)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     RT_RETURN_IF_ERROR(stash_log_.AppendPut(record.key, record.value));
-    stash_.Add(b, std::move(record));
+    stash_.Add(b, h, std::move(record));
     return MaybeRewriteStashCopy();
   }
 
@@ -663,7 +666,8 @@ class Table::Impl {
       }
       if (owned == nullptr)
         RT_RETURN_IF_ERROR(stash_log_.AppendPut(key, value));
-      stash_.Add(b, owned != nullptr
+      stash_.Add(b, h,
+                 owned != nullptr
                         ? std::move(*owned)
                         : Record{std::string(key), std::string(value)});
       return absl::OkStatus();

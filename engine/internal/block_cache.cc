@@ -13,7 +13,8 @@ constexpr size_t kHugePage = size_t{2} << 20;
 
 BlockCache::BlockCache(uint64_t capacity_bytes, uint32_t block_size,
                        WriteFn write)
-    : capacity_blocks_(capacity_bytes / block_size),
+    : capacity_blocks_(std::min<uint64_t>(capacity_bytes / block_size,
+                                          kReferenced - 1)),
       block_size_(block_size),
       write_(std::move(write)) {
   if (enabled()) {
@@ -49,8 +50,8 @@ absl::StatusOr<uint32_t> BlockCache::TakeSlot() {
     const uint32_t slot = hand_;
     hand_ = static_cast<uint32_t>((hand_ + 1) % capacity_blocks_);
     Slot& s = slots_[slot];
-    if (s.referenced) {
-      s.referenced = false;
+    if (uint32_t& entry = slot_of_[s.bucket]; entry & kReferenced) {
+      entry &= ~kReferenced;
       continue;
     }
     if (s.dirty) {
@@ -59,7 +60,7 @@ absl::StatusOr<uint32_t> BlockCache::TakeSlot() {
       s.dirty = false;
       --dirty_;
     }
-    slot_of_.erase(s.bucket);
+    slot_of_[s.bucket] = kNoSlot;
     s.bucket = kFree;
     return slot;
   }
@@ -69,21 +70,22 @@ absl::Status BlockCache::Insert(uint64_t b, std::span<const std::byte> bytes,
                                 bool dirty) {
   if (!enabled()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
-  auto it = slot_of_.find(b);
-  uint32_t slot;
-  if (it != slot_of_.end()) {
-    slot = it->second;
+  uint32_t slot = SlotOf(b);
+  if (slot != kNoSlot) {
     // A clean copy (just read from the device) never overwrites a dirty
     // entry, whose bytes are newer.
     if (!dirty && slots_[slot].dirty) return absl::OkStatus();
+    Reference(b);
   } else {
     RT_ASSIGN_OR_RETURN(slot, TakeSlot());
     slots_[slot].bucket = b;
-    slot_of_[b] = slot;
+    if (b >= slot_of_.size()) {
+      slot_of_.resize(std::max<uint64_t>(b + 1, slot_of_.size() * 2), kNoSlot);
+    }
+    slot_of_[b] = slot | kReferenced;
   }
   Slot& s = slots_[slot];
   std::memcpy(BytesOf(slot), bytes.data(), block_size_);
-  s.referenced = true;
   if (dirty && !s.dirty) ++dirty_;
   s.dirty = s.dirty || dirty;
   return absl::OkStatus();
@@ -111,13 +113,13 @@ absl::Status BlockCache::Flush() {
 void BlockCache::Drop(uint64_t b) {
   if (!enabled()) return;
   absl::MutexLock lock(&mu_);
-  auto it = slot_of_.find(b);
-  if (it == slot_of_.end()) return;
-  Slot& s = slots_[it->second];
+  const uint32_t slot = SlotOf(b);
+  if (slot == kNoSlot) return;
+  Slot& s = slots_[slot];
   if (s.dirty) --dirty_;
   s = Slot{};
-  free_.push_back(it->second);
-  slot_of_.erase(it);
+  free_.push_back(slot);
+  slot_of_[b] = kNoSlot;
 }
 
 uint64_t BlockCache::dirty_blocks() const {
