@@ -33,7 +33,8 @@ const std::string kValue(100, 'v');
 struct Key {
   explicit Key(uint64_t i) {
     uint64_t v = (i * 0x9E3779B97F4A7C15ULL) ^ 0x5bd1e995;
-    for (int d = 15; d >= 0; --d, v >>= 4) bytes[d] = "0123456789abcdef"[v & 15];
+    for (int d = 15; d >= 0; --d, v >>= 4)
+      bytes[d] = "0123456789abcdef"[v & 15];
   }
   operator std::string_view() const { return std::string_view(bytes, 16); }
   char bytes[16];

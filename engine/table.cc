@@ -15,13 +15,13 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "engine/internal/block_cache.h"
 #include "engine/internal/block_format.h"
 #include "engine/internal/stash.h"
 #include "engine/internal/stash_log.h"
 #include "engine/internal/superblock.h"
 #include "engine/mapping/round_mapping.h"
+#include "io/mutex.h"
 #include "io/status_macros.h"
 
 namespace roundtable {
@@ -117,7 +117,7 @@ class Table::Impl {
   }
 
   absl::Status Get(std::string_view key, std::string* value) {
-    absl::ReaderMutexLock lock(&mu_);
+    ReaderMutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckOpen());
     const uint64_t h = Hash(key);
     const uint64_t b = mapping_.FindBucket(h);
@@ -160,7 +160,7 @@ class Table::Impl {
 
   absl::Status Put(std::string_view key, std::string_view value) {
     RT_RETURN_IF_ERROR(CheckRecord(key, value));
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckWritable());
     RT_RETURN_IF_ERROR(PutLocked(key, value));
     // A smaller value may leave the data small enough to release a bucket.
@@ -184,7 +184,7 @@ class Table::Impl {
     for (const BatchOp& op : ops) {
       if (op.put) RT_RETURN_IF_ERROR(CheckRecord(op.key, op.value));
     }
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckWritable());
     for (const BatchOp& op : ops) {
       RT_RETURN_IF_ERROR(op.put ? PutLocked(op.key, op.value)
@@ -198,7 +198,7 @@ class Table::Impl {
       std::span<const std::string_view> keys) {
     std::vector<absl::StatusOr<std::string>> out(
         keys.size(), absl::NotFoundError("key not found"));
-    absl::ReaderMutexLock lock(&mu_);
+    ReaderMutexLock lock(&mu_);
     if (absl::Status s = CheckOpen(); !s.ok()) {
       for (auto& o : out) o = s;
       return out;
@@ -252,7 +252,7 @@ class Table::Impl {
   // *past_end when b >= m.
   absl::Status BucketRecords(uint64_t b, std::vector<Record>* out,
                              bool* past_end) {
-    absl::ReaderMutexLock lock(&mu_);
+    ReaderMutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckOpen());
     *past_end = b >= mapping_.num_buckets();
     out->clear();
@@ -320,8 +320,8 @@ class Table::Impl {
       }
       data_bytes_ = data_bytes_ - old + size;
       if (!block.Append(key, value, internal::TagOf(h))) {
-        RT_RETURN_IF_ERROR(
-            Fail(AddToStash(b, h, Record{std::string(key), std::string(value)})));
+        RT_RETURN_IF_ERROR(Fail(
+            AddToStash(b, h, Record{std::string(key), std::string(value)})));
       }
       RT_RETURN_IF_ERROR(Fail(RefillFromStash(block, b)));
       ++logical_.put_writes;
@@ -330,7 +330,7 @@ class Table::Impl {
   }
 
   absl::Status Delete(std::string_view key) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckWritable());
     RT_RETURN_IF_ERROR(DeleteLocked(key));
     RT_RETURN_IF_ERROR(Fail(MaybeShrink()));
@@ -368,13 +368,13 @@ class Table::Impl {
   }
 
   absl::Status Sync() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckWritable());
     return Fail(SyncLocked());
   }
 
   absl::Status Close() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (closed_) return absl::FailedPreconditionError("table is closed");
     absl::Status s;
     if (!options_.read_only && error_.ok()) {
@@ -390,7 +390,7 @@ class Table::Impl {
   }
 
   TableStats GetStats() const {
-    absl::ReaderMutexLock lock(&mu_);
+    ReaderMutexLock lock(&mu_);
     TableStats st;
     st.buckets = mapping_.num_buckets();
     st.records = record_count_;
@@ -414,7 +414,7 @@ class Table::Impl {
   }
 
   absl::Status Check() {
-    absl::ReaderMutexLock lock(&mu_);
+    ReaderMutexLock lock(&mu_);
     return CheckLocked();
   }
 
@@ -480,9 +480,9 @@ class Table::Impl {
       return fault("the stash's filters or key hashes disagree with its lists");
     }
     if (stash_records != stash_.records() || stash_bytes != stash_.bytes()) {
-      return fault("counted ", stash_records, " stash records of ",
-                   stash_bytes, " bytes; the stash says ", stash_.records(),
-                   " and ", stash_.bytes());
+      return fault("counted ", stash_records, " stash records of ", stash_bytes,
+                   " bytes; the stash says ", stash_.records(), " and ",
+                   stash_.bytes());
     }
     if (records != record_count_ || bytes != data_bytes_) {
       return fault("counted ", records, " records of ", bytes,
@@ -508,7 +508,7 @@ class Table::Impl {
     return SyncLocked();
   }
 
-  mutable absl::Mutex mu_;
+  mutable SharedMutex mu_;
 
  private:
   absl::Status CheckOpen() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
@@ -668,8 +668,8 @@ class Table::Impl {
         RT_RETURN_IF_ERROR(stash_log_.AppendPut(key, value));
       stash_.Add(b, h,
                  owned != nullptr
-                        ? std::move(*owned)
-                        : Record{std::string(key), std::string(value)});
+                     ? std::move(*owned)
+                     : Record{std::string(key), std::string(value)});
       return absl::OkStatus();
     };
     // Block records first, so that stashed records fill what room is left.
@@ -985,7 +985,7 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
   auto impl = std::make_unique<Impl>(options, path, sb, std::move(mapping),
                                      std::move(blocks), std::move(stash));
   {
-    absl::MutexLock lock(&impl->mu_);
+    MutexLock lock(&impl->mu_);
     if (exists) {
       RT_RETURN_IF_ERROR(impl->LoadStash());
     } else {

@@ -23,7 +23,7 @@ FaultInjectionDevice::FaultInjectionDevice(std::unique_ptr<BlockDevice> inner)
 }
 
 void FaultInjectionDevice::FailNth(Op op, uint64_t n, absl::Status error) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   armed_[static_cast<int>(op)] = Armed{n, std::move(error)};
 }
 
@@ -49,14 +49,14 @@ absl::Status FaultInjectionDevice::RememberDurable(uint64_t block) {
 
 absl::Status FaultInjectionDevice::DoRead(uint64_t block,
                                           std::span<std::byte> buffer) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   RT_RETURN_IF_ERROR(Tick(Op::kRead));
   return inner_->Read(block, buffer);
 }
 
 absl::Status FaultInjectionDevice::DoWrite(uint64_t block,
                                            std::span<const std::byte> buffer) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   RT_RETURN_IF_ERROR(Tick(Op::kWrite));
   const uint64_t blocks = buffer.size() / caps_.block_size;
   for (uint64_t b = block; b < block + blocks; ++b) {
@@ -66,7 +66,7 @@ absl::Status FaultInjectionDevice::DoWrite(uint64_t block,
 }
 
 absl::Status FaultInjectionDevice::DoSync() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   RT_RETURN_IF_ERROR(Tick(Op::kSync));
   RT_RETURN_IF_ERROR(inner_->Sync());
   durable_.clear();
@@ -75,7 +75,7 @@ absl::Status FaultInjectionDevice::DoSync() {
 }
 
 absl::Status FaultInjectionDevice::DoResize(uint64_t num_blocks) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   // Truncated blocks lose their bytes now but not on the medium until a
   // Sync: remember what a power loss would bring back.
   const uint64_t end = std::min(inner_->num_blocks(), durable_blocks_);
@@ -87,7 +87,7 @@ absl::Status FaultInjectionDevice::DoResize(uint64_t num_blocks) {
 
 absl::StatusOr<FaultInjectionDevice::PowerLossReport>
 FaultInjectionDevice::LosePower(const PowerLoss& how) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::mt19937_64 rng(how.seed);
   PowerLossReport report;
 
@@ -159,7 +159,7 @@ FaultInjectionDevice::LosePower(const PowerLoss& how) {
 }
 
 absl::Status FaultInjectionDevice::FlipBit(uint64_t block, uint64_t bit) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (block >= inner_->num_blocks() || bit >= caps_.block_size * 8ull) {
     return absl::OutOfRangeError(absl::StrCat("flip bit ", bit, " of block ",
                                               block, ": outside the device"));
@@ -172,7 +172,7 @@ absl::Status FaultInjectionDevice::FlipBit(uint64_t block, uint64_t bit) {
 }
 
 std::vector<uint64_t> FaultInjectionDevice::UnsyncedBlocks() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::vector<uint64_t> blocks;
   for (const auto& [block, bytes] : durable_) blocks.push_back(block);
   return blocks;

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "io/block_device.h"
+#include "io/mutex.h"
 
 namespace roundtable::io {
 
@@ -95,7 +95,7 @@ class FaultInjectionDevice final : public BlockDevice {
 
   const std::unique_ptr<BlockDevice> inner_;
   Capabilities caps_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   Armed armed_[3] ABSL_GUARDED_BY(mu_);
   uint64_t durable_blocks_ ABSL_GUARDED_BY(mu_);
   // Block -> its bytes at the last Sync; nullopt when it was past the end.

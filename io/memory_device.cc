@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "io/mutex.h"
 
 namespace roundtable::io {
 namespace {
@@ -22,7 +22,7 @@ class MemoryDevice final : public BlockDevice {
 
  protected:
   absl::Status DoRead(uint64_t block, std::span<std::byte> buffer) override {
-    absl::ReaderMutexLock lock(&mu_);
+    ReaderMutexLock lock(&mu_);
     std::memcpy(buffer.data(), bytes_.data() + block * caps_.block_size,
                 buffer.size());
     return absl::OkStatus();
@@ -30,7 +30,7 @@ class MemoryDevice final : public BlockDevice {
 
   absl::Status DoWrite(uint64_t block,
                        std::span<const std::byte> buffer) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     std::memcpy(bytes_.data() + block * caps_.block_size, buffer.data(),
                 buffer.size());
     return absl::OkStatus();
@@ -39,7 +39,7 @@ class MemoryDevice final : public BlockDevice {
   absl::Status DoSync() override { return absl::OkStatus(); }
 
   absl::Status DoResize(uint64_t num_blocks) override {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     bytes_.resize(num_blocks * caps_.block_size);
     num_blocks_ = num_blocks;
     return absl::OkStatus();
@@ -48,7 +48,7 @@ class MemoryDevice final : public BlockDevice {
  private:
   Capabilities caps_;
   std::atomic<uint64_t> num_blocks_{0};
-  absl::Mutex mu_;
+  SharedMutex mu_;
   std::vector<std::byte> bytes_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -10,8 +10,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "io/io_error.h"
+#include "io/mutex.h"
 #include "io/posix_device.h"
 #include "io/status_macros.h"
 
@@ -75,7 +75,7 @@ class UringDevice final : public FileDevice {
   // flight (the kernel may still be using the buffers) and returns the first
   // error.
   absl::Status RunBatch(std::vector<Transfer>& transfers) {
-    absl::MutexLock lock(&ring_mu_);
+    MutexLock lock(&ring_mu_);
     if (!broken_.ok()) return broken_;
     std::deque<size_t> ready;
     for (size_t i = 0; i < transfers.size(); ++i) ready.push_back(i);
@@ -157,7 +157,7 @@ class UringDevice final : public FileDevice {
 
   const uint32_t queue_depth_;
   bool ring_ready_ = false;
-  absl::Mutex ring_mu_;
+  Mutex ring_mu_;
   struct io_uring ring_ ABSL_GUARDED_BY(ring_mu_);
   absl::Status broken_ ABSL_GUARDED_BY(ring_mu_);
 };

@@ -13,8 +13,8 @@ constexpr size_t kHugePage = size_t{2} << 20;
 
 BlockCache::BlockCache(uint64_t capacity_bytes, uint32_t block_size,
                        WriteFn write)
-    : capacity_blocks_(std::min<uint64_t>(capacity_bytes / block_size,
-                                          kReferenced - 1)),
+    : capacity_blocks_(
+          std::min<uint64_t>(capacity_bytes / block_size, kReferenced - 1)),
       block_size_(block_size),
       write_(std::move(write)) {
   if (enabled()) {
@@ -69,7 +69,7 @@ absl::StatusOr<uint32_t> BlockCache::TakeSlot() {
 absl::Status BlockCache::Insert(uint64_t b, std::span<const std::byte> bytes,
                                 bool dirty) {
   if (!enabled()) return absl::OkStatus();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   uint32_t slot = SlotOf(b);
   if (slot != kNoSlot) {
     // A clean copy (just read from the device) never overwrites a dirty
@@ -92,7 +92,7 @@ absl::Status BlockCache::Insert(uint64_t b, std::span<const std::byte> bytes,
 }
 
 absl::Status BlockCache::Flush() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (dirty_ == 0) return absl::OkStatus();
   std::vector<std::pair<uint64_t, uint32_t>> dirty;  // bucket, slot
   for (uint32_t i = 0; i < slots_.size(); ++i) {
@@ -112,7 +112,7 @@ absl::Status BlockCache::Flush() {
 
 void BlockCache::Drop(uint64_t b) {
   if (!enabled()) return;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const uint32_t slot = SlotOf(b);
   if (slot == kNoSlot) return;
   Slot& s = slots_[slot];
@@ -123,7 +123,7 @@ void BlockCache::Drop(uint64_t b) {
 }
 
 uint64_t BlockCache::dirty_blocks() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return dirty_;
 }
 

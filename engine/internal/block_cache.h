@@ -25,8 +25,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "io/block_device.h"
+#include "io/mutex.h"
 
 namespace roundtable::internal {
 
@@ -51,7 +51,7 @@ class BlockCache {
       misses_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     const uint32_t slot = SlotOf(b);
     if (slot == kNoSlot) {
       misses_.fetch_add(1, std::memory_order_relaxed);
@@ -108,7 +108,7 @@ class BlockCache {
   const uint64_t capacity_blocks_;
   const uint32_t block_size_;
   const WriteFn write_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   io::AlignedBuffer arena_ ABSL_GUARDED_BY(mu_);  // grows to capacity
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
   std::vector<uint32_t> free_ ABSL_GUARDED_BY(mu_);

@@ -88,9 +88,8 @@ class EncodedBlock {
   // Calls fn(key, value) for every record, in directory order.
   template <typename Fn>
   void ForEach(Fn fn) const {
-    ForEachTagged([&](std::string_view k, std::string_view v, uint16_t) {
-      fn(k, v);
-    });
+    ForEachTagged(
+        [&](std::string_view k, std::string_view v, uint16_t) { fn(k, v); });
   }
 
   // Writes the checksum; the bytes are then a valid block.

@@ -129,8 +129,7 @@ TEST(EncodedBlockTest, BadDirectoryIsDataLoss) {
     const uint32_t entry = GetFixed32(p + kBlockHeaderBytes + kSlotBytes);
     PutFixed32(p + kBlockHeaderBytes + kSlotBytes, entry + (delta << 16));
     block.Seal();
-    EXPECT_EQ(VerifyBlock(bytes.span(), 5).code(),
-              absl::StatusCode::kDataLoss);
+    EXPECT_EQ(VerifyBlock(bytes.span(), 5).code(), absl::StatusCode::kDataLoss);
     PutFixed32(p + kBlockHeaderBytes + kSlotBytes, entry);
   }
   block.Seal();

@@ -82,8 +82,8 @@ TEST(StashTest, ConsistentNoticesAWrongHash) {
   Stash stash;
   stash.Add(3, TestHash("a"), Record{"a", "1"});
   EXPECT_TRUE(stash.Consistent(TestHash));
-  EXPECT_FALSE(stash.Consistent(
-      [](std::string_view k) { return TestHash(k) + 1; }));
+  EXPECT_FALSE(
+      stash.Consistent([](std::string_view k) { return TestHash(k) + 1; }));
 }
 
 }  // namespace
