@@ -1,0 +1,60 @@
+#include "engine/internal/deferred_device.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "io/status_macros.h"
+
+namespace roundtable::internal {
+
+DeferredDevice::DeferredDevice(io::BlockDevice* inner)
+    : BlockDevice("deferred(" + inner->path() + ")"),
+      inner_(inner),
+      size_(inner->num_blocks()),
+      zero_from_(inner->num_blocks()) {}
+
+std::byte* DeferredDevice::Held(uint64_t block) {
+  auto it = held_.find(block);
+  return it == held_.end() ? nullptr : it->second.data();
+}
+
+void DeferredDevice::Clear() {
+  held_.clear();
+  zero_from_ = size_;
+}
+
+absl::Status DeferredDevice::DoRead(uint64_t block,
+                                    std::span<std::byte> buffer) {
+  const uint32_t bs = block_size();
+  for (size_t i = 0; i < buffer.size() / bs; ++i) {
+    const std::span<std::byte> out = buffer.subspan(i * bs, bs);
+    if (auto it = held_.find(block + i); it != held_.end()) {
+      std::memcpy(out.data(), it->second.data(), bs);
+    } else if (block + i >= zero_from_ || block + i >= inner_->num_blocks()) {
+      std::memset(out.data(), 0, bs);
+    } else {
+      RT_RETURN_IF_ERROR(inner_->Read(block + i, out));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DeferredDevice::DoWrite(uint64_t block,
+                                     std::span<const std::byte> buffer) {
+  const uint32_t bs = block_size();
+  for (size_t i = 0; i < buffer.size() / bs; ++i) {
+    auto [it, added] = held_.try_emplace(block + i);
+    if (added) it->second = io::AlignedBuffer(bs, 4096, /*zeroed=*/false);
+    std::memcpy(it->second.data(), buffer.data() + i * bs, bs);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DeferredDevice::DoResize(uint64_t num_blocks) {
+  held_.erase(held_.lower_bound(num_blocks), held_.end());
+  size_ = num_blocks;
+  zero_from_ = std::min(zero_from_, num_blocks);
+  return absl::OkStatus();
+}
+
+}  // namespace roundtable::internal

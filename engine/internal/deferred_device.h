@@ -1,0 +1,65 @@
+// A block device that holds every write in memory until its owner takes
+// them. Reads see the held blocks over the inner device; Resize changes the
+// size seen here, not the inner device's. The table puts one over each of its
+// files so that between checkpoints nothing reaches them (the no-steal rule
+// of docs/durability.md); a checkpoint journals the held blocks, writes them
+// in place, and calls Clear.
+//
+// Its ledger counts what its callers asked for; the inner device's ledger is
+// the physical one.
+//
+// Thread-safety: reads may run concurrently with each other; writes, Resize
+// and Clear need exclusive access (the table's writer lock).
+#ifndef ROUNDTABLE_ENGINE_INTERNAL_DEFERRED_DEVICE_H_
+#define ROUNDTABLE_ENGINE_INTERNAL_DEFERRED_DEVICE_H_
+
+#include <cstdint>
+#include <map>
+
+#include "io/block_device.h"
+
+namespace roundtable::internal {
+
+class DeferredDevice final : public io::BlockDevice {
+ public:
+  // Borrows `inner`, which must outlive this device.
+  explicit DeferredDevice(io::BlockDevice* inner);
+
+  const io::Capabilities& capabilities() const override {
+    return inner_->capabilities();
+  }
+  uint64_t num_blocks() const override { return size_; }
+
+  // The held blocks, by block number (all below num_blocks()).
+  const std::map<uint64_t, io::AlignedBuffer>& held() const { return held_; }
+  // The held bytes of `block`, or null.
+  std::byte* Held(uint64_t block);
+  uint64_t held_bytes() const { return held_.size() * block_size(); }
+  // True when the size differs from the inner device's or blocks are held.
+  bool pending() const {
+    return !held_.empty() || size_ != inner_->num_blocks();
+  }
+
+  // Forgets the held blocks: call once they and the size reached the inner
+  // device.
+  void Clear();
+
+ private:
+  absl::Status DoRead(uint64_t block, std::span<std::byte> buffer) override;
+  absl::Status DoWrite(uint64_t block,
+                       std::span<const std::byte> buffer) override;
+  // Nothing to do: durability comes from the owner's checkpoint.
+  absl::Status DoSync() override { return absl::OkStatus(); }
+  absl::Status DoResize(uint64_t num_blocks) override;
+
+  io::BlockDevice* const inner_;
+  uint64_t size_;
+  // Blocks at or past this read as zeros unless held: they were cut off by
+  // a Resize since the last Clear, so the inner device's bytes are stale.
+  uint64_t zero_from_;
+  std::map<uint64_t, io::AlignedBuffer> held_;
+};
+
+}  // namespace roundtable::internal
+
+#endif  // ROUNDTABLE_ENGINE_INTERNAL_DEFERRED_DEVICE_H_
