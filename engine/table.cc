@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -17,9 +18,13 @@
 #include "absl/strings/str_cat.h"
 #include "engine/internal/block_cache.h"
 #include "engine/internal/block_format.h"
+#include "engine/internal/deferred_device.h"
+#include "engine/internal/journal.h"
+#include "engine/internal/kill_points.h"
 #include "engine/internal/stash.h"
 #include "engine/internal/stash_log.h"
 #include "engine/internal/superblock.h"
+#include "engine/internal/wal.h"
 #include "engine/mapping/round_mapping.h"
 #include "io/mutex.h"
 #include "io/status_macros.h"
@@ -34,6 +39,72 @@ namespace {
 
 constexpr char kBlocksFile[] = "blocks";
 constexpr char kStashFile[] = "stash";
+constexpr char kWalFile[] = "wal";
+constexpr char kJournalFile[] = "journal";
+// The files a journal entry names.
+constexpr uint32_t kBlocksFileId = 0;
+constexpr uint32_t kStashFileId = 1;
+
+// A table's four files.
+struct Files {
+  std::unique_ptr<io::BlockDevice> blocks, stash, wal, journal;
+};
+
+// One put or delete of a write, as logged.
+struct Op {
+  bool put;
+  std::string_view key;
+  std::string_view value;
+};
+
+constexpr char kLogPut = 1, kLogDelete = 2;
+
+// The log record of a write: varint op count, then per op a kind byte,
+// varint key length, key, and for a put varint value length, value.
+void EncodeOps(std::span<const Op> ops, std::string* out) {
+  out->clear();
+  char varint[10];
+  auto put_varint = [&](uint64_t v) {
+    out->append(varint, internal::PutVarint(varint, v) - varint);
+  };
+  put_varint(ops.size());
+  for (const Op& op : ops) {
+    out->push_back(op.put ? kLogPut : kLogDelete);
+    put_varint(op.key.size());
+    out->append(op.key);
+    if (op.put) {
+      put_varint(op.value.size());
+      out->append(op.value);
+    }
+  }
+}
+
+absl::StatusOr<std::vector<Op>> DecodeOps(std::string_view record,
+                                          uint64_t seq) {
+  const char* p = record.data();
+  const char* end = p + record.size();
+  auto bad = [&] {
+    return absl::DataLossError(
+        absl::StrCat("write-ahead log record ", seq, " is malformed"));
+  };
+  auto bytes = [&](std::string_view* out) {
+    const auto n = internal::GetVarint(&p, end);
+    if (!n || *n > static_cast<uint64_t>(end - p)) return false;
+    *out = std::string_view(p, *n);
+    p += *n;
+    return true;
+  };
+  const auto count = internal::GetVarint(&p, end);
+  if (!count || *count > record.size()) return bad();
+  std::vector<Op> ops(*count);
+  for (Op& op : ops) {
+    if (p == end || (*p != kLogPut && *p != kLogDelete)) return bad();
+    op.put = *p++ == kLogPut;
+    if (!bytes(&op.key) || (op.put && !bytes(&op.value))) return bad();
+  }
+  if (p != end) return bad();
+  return ops;
+}
 
 absl::Status CheckOptions(const Options& o) {
   const uint32_t bs = o.block_size;
@@ -80,18 +151,25 @@ std::string Join(const std::string& dir, const char* file) {
 class Table::Impl {
  public:
   Impl(const Options& options, std::string path, Superblock sb,
-       mapping::RoundMapping mapping, std::unique_ptr<io::BlockDevice> blocks,
-       std::unique_ptr<io::BlockDevice> stash_device)
+       mapping::RoundMapping mapping, Files files)
       : options_(options),
         path_(std::move(path)),
         sb_(sb),
         mapping_(std::move(mapping)),
-        blocks_(std::move(blocks)),
-        stash_device_(std::move(stash_device)),
+        files_(std::move(files)),
+        blocks_(
+            std::make_unique<internal::DeferredDevice>(files_.blocks.get())),
+        stash_device_(
+            std::make_unique<internal::DeferredDevice>(files_.stash.get())),
+        wal_(files_.wal.get()),
         stash_log_(stash_device_.get(), sb.stash_epoch, sb.stash_blocks),
+        // The cache holds clean blocks only: written blocks are held by
+        // blocks_ until a checkpoint, so it never writes anything out.
         cache_(options.block_cache_bytes, sb.block_size,
-               [this](uint64_t b, std::span<std::byte> bytes) {
-                 return WriteOut(b, bytes);
+               [](uint64_t, std::span<std::byte>) {
+                 return absl::InternalError(
+                     "the block cache holds no dirty "
+                     "blocks");
                }),
         work_(sb.block_size),
         payload_(Payload(sb.block_size)),
@@ -113,7 +191,7 @@ class Table::Impl {
       const uint64_t h = Hash(key);
       stash_.Add(mapping_.FindBucket(h), h, Record{key, std::move(value)});
     }
-    return absl::OkStatus();
+    return stash_log_.ResumeTail();
   }
 
   absl::Status Get(std::string_view key, std::string* value) {
@@ -158,40 +236,40 @@ class Table::Impl {
     return absl::OkStatus();
   }
 
-  absl::Status Put(std::string_view key, std::string_view value) {
-    RT_RETURN_IF_ERROR(CheckRecord(key, value));
+  // Put, Delete and Write: every record checked, the write logged (and
+  // synced when asked), then applied.
+  absl::Status Write(std::span<const Op> ops, const WriteOptions& w) {
+    for (const Op& op : ops) {
+      if (op.put) RT_RETURN_IF_ERROR(CheckRecord(op.key, op.value));
+    }
     MutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckWritable());
-    RT_RETURN_IF_ERROR(PutLocked(key, value));
-    // A smaller value may leave the data small enough to release a bucket.
-    RT_RETURN_IF_ERROR(Fail(MaybeShrink()));
+    EncodeOps(ops, &log_record_);
+    RT_RETURN_IF_ERROR(Fail(wal_.Append(log_record_)));
+    applied_seq_ = wal_.next_seq() - 1;
+    internal::KillPoint("write: logged");
+    if (w.sync) RT_RETURN_IF_ERROR(Fail(wal_.Sync()));
+    RT_RETURN_IF_ERROR(Apply(ops));
+    RT_RETURN_IF_ERROR(MaybeCheckpoint());
     return Paranoid();
+  }
+
+  // Applies logged ops to the table (a write, or a log record replayed).
+  absl::Status Apply(std::span<const Op> ops)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const Op& op : ops) {
+      RT_RETURN_IF_ERROR(op.put ? PutLocked(op.key, op.value)
+                                : DeleteLocked(op.key));
+    }
+    // Deletes, and smaller values, may leave the data small enough to
+    // release buckets.
+    return Fail(MaybeShrink());
   }
 
   // The debug mode's check after a write (Options::paranoid_checks).
   absl::Status Paranoid() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!options_.paranoid_checks) return absl::OkStatus();
     return CheckLocked();
-  }
-
-  struct BatchOp {
-    bool put;
-    std::string_view key;
-    std::string_view value;
-  };
-
-  absl::Status Write(const std::vector<BatchOp>& ops) {
-    for (const BatchOp& op : ops) {
-      if (op.put) RT_RETURN_IF_ERROR(CheckRecord(op.key, op.value));
-    }
-    MutexLock lock(&mu_);
-    RT_RETURN_IF_ERROR(CheckWritable());
-    for (const BatchOp& op : ops) {
-      RT_RETURN_IF_ERROR(op.put ? PutLocked(op.key, op.value)
-                                : DeleteLocked(op.key));
-    }
-    RT_RETURN_IF_ERROR(Fail(MaybeShrink()));
-    return Paranoid();
   }
 
   std::vector<absl::StatusOr<std::string>> MultiGet(
@@ -224,6 +302,10 @@ class Table::Impl {
     std::vector<uint64_t> missed;
     for (const auto& [b, index] : slot) {
       if (cache_.Lookup(b, buffers[index].span())) continue;
+      if (const std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
+        std::memcpy(buffers[index].data(), held, block_size());
+        continue;
+      }
       missed.push_back(b);
       reads.push_back({b + kHeaderBlocks, buffers[index].span()});
     }
@@ -329,14 +411,6 @@ class Table::Impl {
     }
   }
 
-  absl::Status Delete(std::string_view key) {
-    MutexLock lock(&mu_);
-    RT_RETURN_IF_ERROR(CheckWritable());
-    RT_RETURN_IF_ERROR(DeleteLocked(key));
-    RT_RETURN_IF_ERROR(Fail(MaybeShrink()));
-    return Paranoid();
-  }
-
   absl::Status DeleteLocked(std::string_view key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const uint64_t h = Hash(key);
@@ -370,7 +444,13 @@ class Table::Impl {
   absl::Status Sync() {
     MutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckWritable());
-    return Fail(SyncLocked());
+    return Fail(wal_.Sync());
+  }
+
+  absl::Status Checkpoint() {
+    MutexLock lock(&mu_);
+    RT_RETURN_IF_ERROR(CheckWritable());
+    return Fail(CheckpointLocked());
   }
 
   absl::Status Close() {
@@ -379,13 +459,14 @@ class Table::Impl {
     absl::Status s;
     if (!options_.read_only && error_.ok()) {
       // Compact the stash copy so that the next open reads only the live
-      // stash, then make everything durable.
+      // stash, then checkpoint: the next open replays nothing.
       s = RewriteStashCopy();
-      if (s.ok()) s = SyncLocked();
+      if (s.ok()) s = CheckpointLocked();
     }
     closed_ = true;
     blocks_.reset();
     stash_device_.reset();
+    files_ = Files{};
     return s;
   }
 
@@ -407,9 +488,20 @@ class Table::Impl {
     st.logical.stash_copy_writes = stash_log_.block_writes();
     st.cache_hits = cache_.hits();
     st.cache_misses = cache_.misses();
-    st.cache_dirty_blocks = cache_.dirty_blocks();
-    if (blocks_) st.physical_blocks = blocks_->stats();
-    if (stash_device_) st.physical_stash = stash_device_->stats();
+    if (blocks_) {
+      st.held_blocks = blocks_->held().size() + stash_device_->held().size();
+    }
+    st.wal_bytes = wal_.bytes();
+    st.checkpoints = checkpoints_;
+    st.recovered_records = recovered_records_;
+    st.recovered_journal = recovered_journal_;
+    st.recovery_ns = recovery_ns_;
+    if (files_.blocks) {
+      st.physical_blocks = files_.blocks->stats();
+      st.physical_stash = files_.stash->stats();
+      st.physical_wal = files_.wal->stats();
+      st.physical_journal = files_.journal->stats();
+    }
     return st;
   }
 
@@ -498,14 +590,68 @@ class Table::Impl {
   }
 
   // Writes the initial state of a new table: s0 empty blocks, an empty stash
-  // copy, the first superblock.
+  // copy, the first superblock, an empty log.
   absl::Status Format() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RT_RETURN_IF_ERROR(wal_.Start(1));
     RT_RETURN_IF_ERROR(blocks_->Resize(kHeaderBlocks + sb_.num_buckets));
     for (uint64_t b = 0; b < sb_.num_buckets; ++b) {
       internal::EncodedBlock(work_.span()).Init(b);
       RT_RETURN_IF_ERROR(StoreBlock(b, work_.span()));
     }
-    return SyncLocked();
+    return CheckpointLocked();
+  }
+
+  // Brings an existing table to the state of its last acknowledged write:
+  // the images of a complete journal newer than the superblock (a
+  // checkpoint cut short) over the files, the stash copy, then the log
+  // records after the checkpoint. Unless read-only, a checkpoint then makes
+  // that state the files' own.
+  absl::Status Recover(const std::optional<internal::Journal>& journal)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const auto start = std::chrono::steady_clock::now();
+    if (journal) {
+      for (const internal::JournalImage& image : journal->images) {
+        internal::DeferredDevice& file =
+            image.file == kStashFileId ? *stash_device_ : *blocks_;
+        if (image.block >= file.num_blocks()) {
+          RT_RETURN_IF_ERROR(file.Resize(image.block + 1));
+        }
+        RT_RETURN_IF_ERROR(file.Write(image.block, image.bytes.span()));
+      }
+      recovered_journal_ = true;
+    }
+    // The files may be longer than the superblock says (a shrink not yet
+    // checkpointed), never shorter.
+    if (blocks_->num_blocks() < kHeaderBlocks + sb_.num_buckets) {
+      return absl::DataLossError(absl::StrCat(
+          path_, ": block file holds ", blocks_->num_blocks(), " blocks, ",
+          kHeaderBlocks + sb_.num_buckets, " expected"));
+    }
+    RT_RETURN_IF_ERROR(blocks_->Resize(kHeaderBlocks + sb_.num_buckets));
+    RT_RETURN_IF_ERROR(LoadStash());
+    RT_ASSIGN_OR_RETURN(
+        const internal::WalReplay replay,
+        internal::ReplayWal(*files_.wal, sb_.wal_seq,
+                            [&](uint64_t seq, std::string_view record)
+                                ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                                  RT_ASSIGN_OR_RETURN(auto ops,
+                                                      DecodeOps(record, seq));
+                                  return Apply(ops);
+                                }));
+    recovered_records_ = replay.records;
+    applied_seq_ = replay.last_seq;
+    if (!options_.read_only) {
+      // The checkpoint empties the log; without one it is emptied here.
+      if (journal || replay.records > 0) {
+        RT_RETURN_IF_ERROR(CheckpointLocked());
+      } else {
+        RT_RETURN_IF_ERROR(wal_.Start(applied_seq_ + 1));
+      }
+    }
+    recovery_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+    return absl::OkStatus();
   }
 
   mutable SharedMutex mu_;
@@ -607,21 +753,22 @@ class Table::Impl {
     return LoadFromDevice(b, out);
   }
 
+  // A block held since the last checkpoint was made here and is sealed
+  // only at the checkpoint, so it is copied without a check; one from the
+  // file is verified.
   absl::Status LoadFromDevice(uint64_t b, std::span<std::byte> out) {
-    RT_RETURN_IF_ERROR(blocks_->Read(b + kHeaderBlocks, out));
-    RT_RETURN_IF_ERROR(internal::VerifyBlock(out, b));
+    if (const std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
+      std::memcpy(out.data(), held, out.size());
+    } else {
+      RT_RETURN_IF_ERROR(blocks_->Read(b + kHeaderBlocks, out));
+      RT_RETURN_IF_ERROR(internal::VerifyBlock(out, b));
+    }
     return cache_.Insert(b, out, /*dirty=*/false);
   }
 
-  // An edited block of bucket b: into the cache as a dirty block (sealed
-  // when it is written out), or sealed and written at once without a cache.
+  // An edited block of bucket b: held until the next checkpoint, and cached.
   absl::Status StoreBlock(uint64_t b, std::span<std::byte> bytes) {
-    if (cache_.enabled()) return cache_.Insert(b, bytes, /*dirty=*/true);
-    return WriteOut(b, bytes);
-  }
-
-  absl::Status WriteOut(uint64_t b, std::span<std::byte> bytes) {
-    internal::EncodedBlock(bytes).Seal();
+    RT_RETURN_IF_ERROR(cache_.Insert(b, bytes, /*dirty=*/false));
     return blocks_->Write(b + kHeaderBlocks, bytes);
   }
 
@@ -733,30 +880,97 @@ class Table::Impl {
     return absl::OkStatus();
   }
 
-  // Blocks, then the stash copy, then the next superblock, each synced.
-  absl::Status SyncLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    RT_RETURN_IF_ERROR(cache_.Flush());
-    RT_RETURN_IF_ERROR(blocks_->Sync());
+  // Starts a checkpoint when the held blocks or the log pass
+  // Options::checkpoint_bytes.
+  absl::Status MaybeCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const uint64_t held = blocks_->held_bytes() + stash_device_->held_bytes();
+    if (held < options_.checkpoint_bytes &&
+        wal_.bytes() < options_.checkpoint_bytes) {
+      return absl::OkStatus();
+    }
+    return Fail(CheckpointLocked());
+  }
+
+  // The held blocks of the block file (sealed here) and of the stash copy,
+  // and the next superblock: first into the journal, synced; then in place,
+  // synced; then the superblock in place, synced. The log is then emptied.
+  // A crash before the journal is complete leaves the last checkpoint and
+  // the log; after it, Open applies the journal again.
+  absl::Status CheckpointLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     RT_RETURN_IF_ERROR(stash_log_.Flush());
-    RT_RETURN_IF_ERROR(stash_device_->Sync());
-    sb_.num_buckets = mapping_.num_buckets();
-    sb_.record_count = record_count_;
-    sb_.data_bytes = data_bytes_;
-    sb_.stash_epoch = stash_log_.epoch();
-    sb_.stash_blocks = stash_log_.blocks();
-    ++sb_.sequence;
-    io::AlignedBuffer buffer(block_size());
-    internal::EncodeSuperblock(sb_, buffer.span());
-    RT_RETURN_IF_ERROR(blocks_->Write(sb_.slot(), buffer.span()));
-    return blocks_->Sync();
+    Superblock next = sb_;
+    next.num_buckets = mapping_.num_buckets();
+    next.record_count = record_count_;
+    next.data_bytes = data_bytes_;
+    next.stash_epoch = stash_log_.epoch();
+    next.stash_blocks = stash_log_.blocks();
+    next.wal_seq = applied_seq_;
+    ++next.sequence;
+    io::AlignedBuffer superblock(block_size());
+    internal::EncodeSuperblock(next, superblock.span());
+
+    std::vector<internal::JournalEntry> entries;
+    for (auto& [block, bytes] : blocks_->held()) {
+      // Superblock images held from a replayed journal are superseded.
+      if (block < kHeaderBlocks) continue;
+      internal::EncodedBlock(bytes.span()).Seal();
+      entries.push_back({kBlocksFileId, block, bytes.span()});
+    }
+    for (const auto& [block, bytes] : stash_device_->held()) {
+      entries.push_back({kStashFileId, block, bytes.span()});
+    }
+    const size_t in_place = entries.size();
+    entries.push_back({kBlocksFileId, next.slot(), superblock.span()});
+    RT_RETURN_IF_ERROR(
+        internal::WriteJournal(*files_.journal, next.sequence, entries));
+    internal::KillPoint("checkpoint: journal synced");
+
+    // In place: each file grown to its new size, its images, a sync.
+    for (const uint32_t id : {kBlocksFileId, kStashFileId}) {
+      io::BlockDevice& file =
+          id == kStashFileId ? *files_.stash : *files_.blocks;
+      const uint64_t size =
+          (id == kStashFileId ? stash_device_ : blocks_)->num_blocks();
+      if (file.num_blocks() < size) RT_RETURN_IF_ERROR(file.Resize(size));
+      std::vector<io::WriteRequest> writes;
+      for (size_t i = 0; i < in_place; ++i) {
+        if (entries[i].file == id) {
+          writes.push_back({entries[i].block, entries[i].bytes});
+        }
+      }
+      RT_RETURN_IF_ERROR(file.WriteBatch(writes));
+      internal::KillPoint("checkpoint: written in place");
+      RT_RETURN_IF_ERROR(file.Sync());
+    }
+    RT_RETURN_IF_ERROR(files_.blocks->Write(next.slot(), superblock.span()));
+    RT_RETURN_IF_ERROR(files_.blocks->Sync());
+    internal::KillPoint("checkpoint: superblock synced");
+    // Only now may the files shrink: the superblock no longer needs what
+    // lies past the new ends.
+    for (const uint32_t id : {kBlocksFileId, kStashFileId}) {
+      io::BlockDevice& file =
+          id == kStashFileId ? *files_.stash : *files_.blocks;
+      const uint64_t size =
+          (id == kStashFileId ? stash_device_ : blocks_)->num_blocks();
+      if (file.num_blocks() > size) RT_RETURN_IF_ERROR(file.Resize(size));
+    }
+    blocks_->Clear();
+    stash_device_->Clear();
+    sb_ = next;
+    ++checkpoints_;
+    return wal_.Start(applied_seq_ + 1);
   }
 
   const Options options_;
   const std::string path_;
   Superblock sb_ ABSL_GUARDED_BY(mu_);
   mapping::RoundMapping mapping_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<io::BlockDevice> blocks_;
-  std::unique_ptr<io::BlockDevice> stash_device_;
+  Files files_;
+  // The block file and the stash copy as the table sees them: written
+  // blocks are held here until a checkpoint.
+  std::unique_ptr<internal::DeferredDevice> blocks_;
+  std::unique_ptr<internal::DeferredDevice> stash_device_;
+  internal::WalWriter wal_ ABSL_GUARDED_BY(mu_);
   internal::StashLog stash_log_ ABSL_GUARDED_BY(mu_);
   internal::BlockCache cache_;
   // The block a Put or Delete edits, under the writer lock.
@@ -771,6 +985,12 @@ class Table::Impl {
   std::atomic<uint64_t> logical_get_reads_{0};
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::string log_record_ ABSL_GUARDED_BY(mu_);    // reused by every write
+  uint64_t applied_seq_ ABSL_GUARDED_BY(mu_) = 0;  // last log record applied
+  uint64_t checkpoints_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t recovered_records_ ABSL_GUARDED_BY(mu_) = 0;
+  bool recovered_journal_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t recovery_ns_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 Table::Table(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -788,19 +1008,26 @@ absl::StatusOr<std::string> Table::Get(std::string_view key) {
 absl::Status Table::Get(std::string_view key, std::string* value) {
   return impl_->Get(key, value);
 }
-absl::Status Table::Put(std::string_view key, std::string_view value) {
-  return impl_->Put(key, value);
+absl::Status Table::Put(std::string_view key, std::string_view value,
+                        const WriteOptions& options) {
+  const Op op{true, key, value};
+  return impl_->Write({&op, 1}, options);
 }
-absl::Status Table::Delete(std::string_view key) { return impl_->Delete(key); }
+absl::Status Table::Delete(std::string_view key, const WriteOptions& options) {
+  const Op op{false, key, {}};
+  return impl_->Write({&op, 1}, options);
+}
 absl::Status Table::Sync() { return impl_->Sync(); }
+absl::Status Table::Checkpoint() { return impl_->Checkpoint(); }
 
-absl::Status Table::Write(const WriteBatch& batch) {
-  std::vector<Impl::BatchOp> ops;
+absl::Status Table::Write(const WriteBatch& batch,
+                          const WriteOptions& options) {
+  std::vector<Op> ops;
   ops.reserve(batch.ops_.size());
   for (const WriteBatch::Op& op : batch.ops_) {
     ops.push_back({op.put, op.key, op.value});
   }
-  return impl_->Write(ops);
+  return impl_->Write(ops, options);
 }
 
 std::vector<absl::StatusOr<std::string>> Table::MultiGet(
@@ -971,23 +1198,48 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
     sb.num_buckets = options.s0;
   }
 
-  RT_ASSIGN_OR_RETURN(auto blocks,
+  Files files;
+  RT_ASSIGN_OR_RETURN(files.blocks,
                       io::OpenBlockDevice(Join(path, kBlocksFile), dev));
-  RT_ASSIGN_OR_RETURN(auto stash,
+  RT_ASSIGN_OR_RETURN(files.stash,
                       io::OpenBlockDevice(Join(path, kStashFile), dev));
+  // The log and the journal may be missing (a table never written since a
+  // clean close may have had them removed): then they are empty.
+  io::DeviceOptions aux = dev;
+  aux.create_if_missing = !options.read_only;
+  RT_ASSIGN_OR_RETURN(files.wal,
+                      io::OpenBlockDevice(Join(path, kWalFile), aux));
+  RT_ASSIGN_OR_RETURN(files.journal,
+                      io::OpenBlockDevice(Join(path, kJournalFile), aux));
+  // A complete journal newer than the superblock is a checkpoint cut short
+  // during its in-place writes: its superblock is the table's.
+  std::optional<internal::Journal> journal;
+  if (exists) {
+    RT_ASSIGN_OR_RETURN(journal, internal::ReadJournal(*files.journal));
+    if (journal && journal->sequence <= sb.sequence) journal.reset();
+    if (journal) {
+      bool found = false;
+      for (const internal::JournalImage& image : journal->images) {
+        if (image.file != kBlocksFileId || image.block >= kHeaderBlocks) {
+          continue;
+        }
+        RT_ASSIGN_OR_RETURN(sb, internal::DecodeSuperblock(image.bytes.span()));
+        found = true;
+      }
+      if (!found || sb.sequence != journal->sequence) {
+        return absl::DataLossError(absl::StrCat(
+            path, ": the checkpoint journal holds no matching superblock"));
+      }
+    }
+  }
   RT_ASSIGN_OR_RETURN(auto mapping,
                       mapping::RoundMapping::Create(sb.s0, sb.num_buckets));
-  if (exists && blocks->num_blocks() < kHeaderBlocks + sb.num_buckets) {
-    return absl::DataLossError(
-        absl::StrCat(path, ": block file holds ", blocks->num_blocks(),
-                     " blocks, ", kHeaderBlocks + sb.num_buckets, " expected"));
-  }
   auto impl = std::make_unique<Impl>(options, path, sb, std::move(mapping),
-                                     std::move(blocks), std::move(stash));
+                                     std::move(files));
   {
     MutexLock lock(&impl->mu_);
     if (exists) {
-      RT_RETURN_IF_ERROR(impl->LoadStash());
+      RT_RETURN_IF_ERROR(impl->Recover(journal));
     } else {
       RT_RETURN_IF_ERROR(impl->Format());
     }
@@ -996,7 +1248,7 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
 }
 
 absl::Status DestroyTable(const std::string& path) {
-  for (const char* file : {kBlocksFile, kStashFile}) {
+  for (const char* file : {kBlocksFile, kStashFile, kWalFile, kJournalFile}) {
     const std::string p = Join(path, file);
     if (unlink(p.c_str()) != 0 && errno != ENOENT) {
       return absl::Status(absl::ErrnoToStatusCode(errno),

@@ -3,7 +3,16 @@
 // key's XXH3 hash); the few records whose block is full wait in an in-RAM
 // stash with a persistent copy; the table grows and shrinks one bucket at a
 // time by distribute, never rehashing the whole file. docs/table.md explains
-// the design and docs/format.md every byte on disk.
+// the design, docs/format.md every byte on disk.
+//
+// Durability (docs/durability.md): every write is appended to a write-ahead
+// log before Put, Delete or Write returns. A write survives a crash of the
+// process once it returns OK; it survives power loss once it returns OK with
+// WriteOptions::sync, or once a later Sync returns OK. A batch is atomic.
+// After any crash, Open recovers by itself to a state that holds every
+// durable write and is a prefix of the acknowledged history. A failed write
+// or sync makes the table refuse further writes with that first error (reads
+// go on); the write that failed may or may not be there after reopening.
 //
 // Thread-safety: a Table may be used from any number of threads. Reads (Get,
 // GetStats) run concurrently with each other; writes (Put, Delete, Sync,
@@ -33,10 +42,14 @@ struct Options {
   uint64_t hash_seed = 0x726f756e64746162;  // XXH3 seed of the keys
 
   // Not part of the layout.
-  // Bytes of the write-back block cache. 0: every operation goes to the
-  // device (the paper's model). Dirty blocks reach the device when evicted
-  // and on Sync and Close.
+  // Bytes of the cache of clean blocks. 0: every block read goes to the
+  // device (the paper's model).
   uint64_t block_cache_bytes = 8 << 20;
+  // Blocks written since the last checkpoint stay in memory (apart from the
+  // cache) until the next one. A checkpoint starts after a write that takes
+  // them, or the write-ahead log, past this many bytes; and on Checkpoint
+  // and Close.
+  uint64_t checkpoint_bytes = 32 << 20;
   io::Backend backend = io::Backend::kAuto;
   bool direct_io = false;
   bool create_if_missing = true;
@@ -65,6 +78,12 @@ struct LogicalLedger {
   uint64_t shrinks = 0;
 };
 
+struct WriteOptions {
+  // Sync the write-ahead log before returning: the write then survives power
+  // loss. Without it a write survives a crash of the process.
+  bool sync = false;
+};
+
 struct TableStats {
   uint64_t buckets = 0;  // m
   uint64_t records = 0;
@@ -78,10 +97,21 @@ struct TableStats {
   double utilization = 0;
   LogicalLedger logical;
   uint64_t cache_hits = 0;    // block reads the cache answered
-  uint64_t cache_misses = 0;  // block reads that went to the device
-  uint64_t cache_dirty_blocks = 0;
-  io::IoStats physical_blocks;  // the block file
-  io::IoStats physical_stash;   // the stash copy
+  uint64_t cache_misses = 0;  // block reads that went past the cache
+  // Blocks of the block file and the stash copy written since the last
+  // checkpoint, held in memory until the next.
+  uint64_t held_blocks = 0;
+  uint64_t wal_bytes = 0;  // records in the write-ahead log
+  uint64_t checkpoints = 0;
+  // What Open found after a crash: log records replayed, whether a
+  // checkpoint's journal was applied again, and how long recovery took.
+  uint64_t recovered_records = 0;
+  bool recovered_journal = false;
+  uint64_t recovery_ns = 0;
+  io::IoStats physical_blocks;   // the block file
+  io::IoStats physical_stash;    // the stash copy
+  io::IoStats physical_wal;      // the write-ahead log
+  io::IoStats physical_journal;  // the checkpoint journal
 };
 
 // Puts and deletes applied by Table::Write in order, all or nothing: every
@@ -139,9 +169,10 @@ class Table {
   // and options.error_if_exists; NotFound when missing and not to be
   // created; InvalidArgument for bad options, a layout that differs from the
   // stored one, or a path that is not a directory; FailedPrecondition for a
-  // table of another format version; DataLoss when the superblocks or the stash copy
-  // fail their checksums. Reads the superblocks and the stash copy, never the
-  // block file.
+  // table of another format version; DataLoss when the superblocks or the
+  // stash copy fail their checksums. Reads the superblocks, the journal, the
+  // stash copy and the write-ahead log, never the whole block file; after a
+  // crash it replays the log (and, read-only, keeps the result in memory).
   static absl::StatusOr<std::unique_ptr<Table>> Open(const Options& options,
                                                      const std::string& path);
 
@@ -168,18 +199,19 @@ class Table {
   // add a bucket (one distribute: z block reads, z + 1 writes).
   // InvalidArgument, with nothing written, when the record is larger than
   // max_record_bytes(). FailedPrecondition on a read-only or closed table.
-  absl::Status Put(std::string_view key, std::string_view value);
+  absl::Status Put(std::string_view key, std::string_view value,
+                   const WriteOptions& options = {});
 
   // Removes `key`; an absent key is not an error. Reads and writes the key's
   // block once (nothing when the key is in the stash); may then release a
   // bucket (one distribute backwards).
-  absl::Status Delete(std::string_view key);
+  absl::Status Delete(std::string_view key, const WriteOptions& options = {});
 
   // Applies the batch's puts and deletes in order. Every record is checked
   // first: an oversize one refuses the batch with InvalidArgument and nothing
-  // is written. (An I/O failure part-way leaves the table refusing writes, as
-  // any failed write does.)
-  absl::Status Write(const WriteBatch& batch);
+  // is written. The batch is one log record: after a crash it is wholly there
+  // or wholly absent.
+  absl::Status Write(const WriteBatch& batch, const WriteOptions& options = {});
 
   // The values of `keys`, in order (NotFound for absent ones). The blocks
   // of all keys not in the stash are read in one batch submission, each
@@ -190,12 +222,16 @@ class Table {
   // A walk over every record; see Iterator.
   std::unique_ptr<Iterator> NewIterator();
 
-  // Makes everything written so far durable: blocks, stash copy, then the
-  // next superblock, each synced.
+  // Makes every write so far durable (one sync of the write-ahead log).
   absl::Status Sync();
 
-  // Sync, compact the stash copy, and release the files. Later calls fail
-  // with FailedPrecondition.
+  // Writes the held blocks, the stash copy and the next superblock through
+  // the journal and in place, then empties the log: what Open reads next
+  // needs no replay.
+  absl::Status Checkpoint();
+
+  // Compacts the stash copy, checkpoints, and releases the files. Later
+  // calls fail with FailedPrecondition.
   absl::Status Close();
 
   TableStats GetStats() const;

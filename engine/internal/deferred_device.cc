@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "io/status_macros.h"
 
@@ -37,6 +38,26 @@ absl::Status DeferredDevice::DoRead(uint64_t block,
     }
   }
   return absl::OkStatus();
+}
+
+bool DeferredDevice::AllInner(uint64_t block, uint64_t n) const {
+  if (block + n > zero_from_ || block + n > inner_->num_blocks()) return false;
+  auto it = held_.lower_bound(block);
+  return it == held_.end() || it->first >= block + n;
+}
+
+absl::Status DeferredDevice::DoReadBatch(
+    std::span<const io::ReadRequest> requests) {
+  std::vector<io::ReadRequest> inner;
+  for (const io::ReadRequest& r : requests) {
+    if (AllInner(r.block, r.buffer.size() / block_size())) {
+      inner.push_back(r);
+    } else {
+      RT_RETURN_IF_ERROR(DoRead(r.block, r.buffer));
+    }
+  }
+  if (inner.empty()) return absl::OkStatus();
+  return inner_->ReadBatch(inner);
 }
 
 absl::Status DeferredDevice::DoWrite(uint64_t block,

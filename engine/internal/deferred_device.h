@@ -30,7 +30,10 @@ class DeferredDevice final : public io::BlockDevice {
   }
   uint64_t num_blocks() const override { return size_; }
 
-  // The held blocks, by block number (all below num_blocks()).
+  // The held blocks, by block number (all below num_blocks()). The owner may
+  // change their bytes in place (the table seals bucket blocks at a
+  // checkpoint).
+  std::map<uint64_t, io::AlignedBuffer>& held() { return held_; }
   const std::map<uint64_t, io::AlignedBuffer>& held() const { return held_; }
   // The held bytes of `block`, or null.
   std::byte* Held(uint64_t block);
@@ -46,6 +49,10 @@ class DeferredDevice final : public io::BlockDevice {
 
  private:
   absl::Status DoRead(uint64_t block, std::span<std::byte> buffer) override;
+  // Requests that only the inner device can answer go to it in one batch.
+  absl::Status DoReadBatch(std::span<const io::ReadRequest> requests) override;
+  // True when no block of [block, block + n) is held or cut off.
+  bool AllInner(uint64_t block, uint64_t n) const;
   absl::Status DoWrite(uint64_t block,
                        std::span<const std::byte> buffer) override;
   // Nothing to do: durability comes from the owner's checkpoint.

@@ -75,6 +75,19 @@ absl::StatusOr<absl::flat_hash_map<std::string, std::string>> StashLog::Load(
   return live;
 }
 
+absl::Status StashLog::ResumeTail() {
+  tail_.clear();
+  tail_count_ = 0;
+  tail_dirty_ = false;
+  if (blocks_ == 0) return absl::OkStatus();
+  io::AlignedBuffer buffer(device_->block_size());
+  RT_RETURN_IF_ERROR(device_->Read(blocks_ - 1, buffer.span()));
+  const char* p = reinterpret_cast<const char*>(buffer.data());
+  tail_.assign(p + kBlockHeaderBytes, GetFixed32(p + kUsedAt));
+  tail_count_ = GetFixed32(p + kCountAt);
+  return absl::OkStatus();
+}
+
 absl::Status StashLog::AppendPut(std::string_view key, std::string_view value) {
   return Append(kPut, key, value);
 }

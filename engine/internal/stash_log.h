@@ -1,9 +1,10 @@
 // The persistent copy of the stash (docs/format.md): a log of stash changes
 // packed into blocks of its own file. Each change appends one entry to the
 // tail block, which is written when it fills and on Flush (at most one block
-// write per change, usually far less); opening replays the log. When the log grows well past the live stash it is rewritten from
-// block 0 under a new epoch. The superblock records the epoch and the
-// number of blocks in use as of the last Sync.
+// write per change, usually far less); opening replays the log. When the log
+// grows well past the live stash it is rewritten from block 0 under a new
+// epoch. The superblock records the epoch and the number of blocks in use as of
+// the last Sync.
 //
 // Thread-safety: none; the table calls it under its writer lock.
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_STASH_LOG_H_
@@ -34,6 +35,11 @@ class StashLog {
   // to another generation.
   static absl::StatusOr<absl::flat_hash_map<std::string, std::string>> Load(
       io::BlockDevice& device, uint64_t epoch, uint64_t blocks);
+
+  // Reads the tail block (blocks - 1) back into memory, so that appends
+  // after an open add to its entries instead of replacing them. Call once,
+  // after Load verified the log.
+  absl::Status ResumeTail();
 
   absl::Status AppendPut(std::string_view key, std::string_view value);
   absl::Status AppendRemove(std::string_view key);

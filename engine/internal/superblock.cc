@@ -14,7 +14,8 @@ namespace {
 constexpr size_t kMagicAt = 0, kVersionAt = 4, kBlockSizeAt = 8, kS0At = 16,
                  kEpsilonAt = 24, kSeedAt = 32, kBucketsAt = 40,
                  kRecordsAt = 48, kDataBytesAt = 56, kStashEpochAt = 64,
-                 kStashBlocksAt = 72, kSequenceAt = 80, kChecksumAt = 88;
+                 kStashBlocksAt = 72, kSequenceAt = 80, kWalSeqAt = 88,
+                 kChecksumAt = 96;
 
 }  // namespace
 
@@ -33,6 +34,7 @@ void EncodeSuperblock(const Superblock& sb, std::span<std::byte> out) {
   PutFixed64(p + kStashEpochAt, sb.stash_epoch);
   PutFixed64(p + kStashBlocksAt, sb.stash_blocks);
   PutFixed64(p + kSequenceAt, sb.sequence);
+  PutFixed64(p + kWalSeqAt, sb.wal_seq);
   PutFixed64(p + kChecksumAt, XXH3_64bits(p, kChecksumAt));
 }
 
@@ -56,6 +58,7 @@ absl::StatusOr<Superblock> DecodeSuperblock(std::span<const std::byte> in) {
   sb.stash_epoch = GetFixed64(p + kStashEpochAt);
   sb.stash_blocks = GetFixed64(p + kStashBlocksAt);
   sb.sequence = GetFixed64(p + kSequenceAt);
+  sb.wal_seq = GetFixed64(p + kWalSeqAt);
   return sb;
 }
 

@@ -472,6 +472,9 @@ TEST(TableTest, MultiGetReadsEachBlockOnceInOneSubmission) {
     keys.push_back("key" + std::to_string(i));
     ASSERT_TRUE(table->Put(keys.back(), "v" + std::to_string(i)).ok());
   }
+  // Written blocks stay in memory until a checkpoint; after it they are
+  // read from the file.
+  ASSERT_TRUE(table->Checkpoint().ok());
   keys.push_back("absent");
   keys.push_back("key3");  // twice: its block is still read once
   const std::vector<std::string_view> views(keys.begin(), keys.end());
@@ -491,7 +494,7 @@ TEST(TableTest, MultiGetReadsEachBlockOnceInOneSubmission) {
       1u);
 }
 
-TEST(TableTest, WarmCacheAnswersReadsAndWritesBackOnSync) {
+TEST(TableTest, WarmCacheAnswersReadsAndCheckpointsWriteHeldBlocks) {
   Options o = Posix();
   o.block_cache_bytes = 1 << 20;
   const std::string dir = TempDir("cache");
@@ -500,7 +503,7 @@ TEST(TableTest, WarmCacheAnswersReadsAndWritesBackOnSync) {
   for (int i = 0; i < 500; ++i) {
     ASSERT_TRUE(table->Put("k" + std::to_string(i), "v").ok());
   }
-  EXPECT_GT(table->GetStats().cache_dirty_blocks, 0u);
+  EXPECT_GT(table->GetStats().held_blocks, 0u);
   const TableStats before = table->GetStats();
   for (int i = 0; i < 500; ++i) {
     ASSERT_EQ(*table->Get("k" + std::to_string(i)), "v");
@@ -511,14 +514,17 @@ TEST(TableTest, WarmCacheAnswersReadsAndWritesBackOnSync) {
   EXPECT_EQ(after.physical_blocks.blocks_read,
             before.physical_blocks.blocks_read);
   EXPECT_EQ(after.cache_hits - before.cache_hits, 500u);
-  ASSERT_TRUE(table->Sync().ok());
-  EXPECT_EQ(table->GetStats().cache_dirty_blocks, 0u);
-  // Reopened without a cache, the synced blocks are all there.
+  ASSERT_TRUE(table->Checkpoint().ok());
+  EXPECT_EQ(table->GetStats().held_blocks, 0u);
+  EXPECT_EQ(table->GetStats().wal_bytes, 0u);
+  // Reopened without a cache, the checkpointed blocks are all there, and
+  // the log holds nothing to replay.
   table.reset();
   table = OpenOrDie(Posix(), dir);
   ASSERT_NE(table, nullptr);
   ASSERT_TRUE(table->Check().ok()) << table->Check();
   EXPECT_EQ(table->GetStats().records, 500u);
+  EXPECT_EQ(table->GetStats().recovered_records, 0u);
 }
 
 TEST(TableTest, ReadOnlyRefusesWrites) {
@@ -587,6 +593,7 @@ TEST(TableTest, ParanoidModeFailsTheWriteThatFindsAFault) {
   auto table = OpenOrDie(o, dir);
   ASSERT_NE(table, nullptr);
   ASSERT_TRUE(table->Put("a", "1").ok());
+  ASSERT_TRUE(table->Checkpoint().ok());
   // Damage a block behind the table's back (no cache: it reads the disk).
   FlipByte(dir + "/blocks", 3 * 4096 + 40);
   const absl::Status s = table->Put("b", "2");

@@ -161,7 +161,9 @@ TEST(RoundtableCliTest, StoreCommandsRoundTrip) {
        {"\"buckets\":4", "\"records\":3", "\"stash_records\":0",
         "\"block_size\":1024", "\"s0\":4", "\"epsilon\":0.1",
         "\"data_bytes\":", "\"utilization\":", "\"logical\":{",
-        "\"get_block_reads\":", "\"physical_block_file\":{"}) {
+        "\"get_block_reads\":", "\"physical_block_file\":{",
+        "\"held_blocks\":0", "\"recovered_records\":0",
+        "\"physical_wal\":{", "\"physical_journal\":{"}) {
     EXPECT_NE(o.out.find(field), std::string::npos) << field << " in " << o.out;
   }
   o = RunTool("check " + dir);

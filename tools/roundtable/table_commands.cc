@@ -33,7 +33,8 @@ uint64_t FileBytes(const std::string& path) {
 }
 
 uint64_t TableBytes(const std::string& dir) {
-  return FileBytes(dir + "/blocks") + FileBytes(dir + "/stash");
+  return FileBytes(dir + "/blocks") + FileBytes(dir + "/stash") +
+         FileBytes(dir + "/wal") + FileBytes(dir + "/journal");
 }
 
 double Seconds(Clock::time_point since) {
@@ -91,8 +92,7 @@ absl::Status RunDel(const std::string& dir, const std::string& key) {
   return table->Close();
 }
 
-absl::Status RunLoad(const std::string& dir, std::istream& in,
-                     bool progress) {
+absl::Status RunLoad(const std::string& dir, std::istream& in, bool progress) {
   RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, false));
   std::string line;
   uint64_t loaded = 0;
@@ -155,13 +155,19 @@ std::string StatsJson(const TableStats& s, uint64_t file_bytes) {
       "\"grow_block_writes\":%d,\"shrink_block_reads\":%d,"
       "\"shrink_block_writes\":%d,\"stash_copy_block_writes\":%d,"
       "\"grows\":%d,\"shrinks\":%d},"
-      "\"physical_block_file\":%s,\"physical_stash_copy\":%s}",
-      s.buckets, s.records, s.stash_records, s.stash_bytes, s.block_size,
-      s.s0, s.epsilon, s.data_bytes, s.utilization, file_bytes, l.get_reads,
-      l.put_reads, l.put_writes, l.delete_reads, l.delete_writes,
-      l.grow_reads, l.grow_writes, l.shrink_reads, l.shrink_writes,
-      l.stash_copy_writes, l.grows, l.shrinks, ledger(s.physical_blocks),
-      ledger(s.physical_stash));
+      "\"held_blocks\":%d,\"wal_bytes\":%d,\"checkpoints\":%d,"
+      "\"recovered_records\":%d,\"recovered_journal\":%s,"
+      "\"recovery_ns\":%d,"
+      "\"physical_block_file\":%s,\"physical_stash_copy\":%s,"
+      "\"physical_wal\":%s,\"physical_journal\":%s}",
+      s.buckets, s.records, s.stash_records, s.stash_bytes, s.block_size, s.s0,
+      s.epsilon, s.data_bytes, s.utilization, file_bytes, l.get_reads,
+      l.put_reads, l.put_writes, l.delete_reads, l.delete_writes, l.grow_reads,
+      l.grow_writes, l.shrink_reads, l.shrink_writes, l.stash_copy_writes,
+      l.grows, l.shrinks, s.held_blocks, s.wal_bytes, s.checkpoints,
+      s.recovered_records, s.recovered_journal ? "true" : "false",
+      s.recovery_ns, ledger(s.physical_blocks), ledger(s.physical_stash),
+      ledger(s.physical_wal), ledger(s.physical_journal));
 }
 
 absl::Status RunStats(const std::string& dir, bool json, std::ostream& out) {

@@ -148,6 +148,7 @@ TEST(SuperblockTest, RoundTripsAndRefusesCorruption) {
   sb.stash_epoch = 3;
   sb.stash_blocks = 2;
   sb.sequence = 41;
+  sb.wal_seq = 1234;
   io::AlignedBuffer bytes(4096);
   EncodeSuperblock(sb, bytes.span());
   auto back = DecodeSuperblock(bytes.span());
@@ -156,7 +157,8 @@ TEST(SuperblockTest, RoundTripsAndRefusesCorruption) {
   EXPECT_EQ(back->epsilon, 0.1);
   EXPECT_EQ(back->sequence, 41u);
   EXPECT_EQ(back->slot(), 1u);
-  for (size_t i = 0; i < 96; ++i) {
+  EXPECT_EQ(back->wal_seq, 1234u);
+  for (size_t i = 0; i < 104; ++i) {
     bytes.data()[i] ^= std::byte{1};
     EXPECT_EQ(DecodeSuperblock(bytes.span()).status().code(),
               absl::StatusCode::kDataLoss)

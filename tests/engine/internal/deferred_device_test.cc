@@ -48,7 +48,15 @@ TEST(DeferredDeviceTest, HoldsWritesUntilApplied) {
         std::memcpy(model.data() + b * kBlock, buffer.data(), n * kBlock);
       } else if (op < 8 && size >= 2) {
         const uint64_t b = rng() % (size - 1);
-        ASSERT_TRUE(device.Read(b, buffer.span()).ok());
+        if (rng() % 2) {
+          ASSERT_TRUE(device.Read(b, buffer.span()).ok());
+        } else {
+          // The same two blocks as a batch of two one-block reads.
+          const io::ReadRequest reads[] = {
+              {b, std::span(buffer.data(), kBlock)},
+              {b + 1, std::span(buffer.data() + kBlock, kBlock)}};
+          ASSERT_TRUE(device.ReadBatch(reads).ok());
+        }
         ASSERT_EQ(
             std::memcmp(buffer.data(), model.data() + b * kBlock, 2 * kBlock),
             0)
