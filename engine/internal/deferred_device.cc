@@ -20,6 +20,7 @@ std::byte* DeferredDevice::Held(uint64_t block) {
 }
 
 void DeferredDevice::Clear() {
+  for (auto& [block, bytes] : held_) spare_.push_back(std::move(bytes));
   held_.clear();
   zero_from_ = size_;
 }
@@ -42,8 +43,10 @@ absl::Status DeferredDevice::DoRead(uint64_t block,
 
 bool DeferredDevice::AllInner(uint64_t block, uint64_t n) const {
   if (block + n > zero_from_ || block + n > inner_->num_blocks()) return false;
-  auto it = held_.lower_bound(block);
-  return it == held_.end() || it->first >= block + n;
+  for (uint64_t b = block; b < block + n; ++b) {
+    if (held_.contains(b)) return false;
+  }
+  return true;
 }
 
 absl::Status DeferredDevice::DoReadBatch(
@@ -65,14 +68,28 @@ absl::Status DeferredDevice::DoWrite(uint64_t block,
   const uint32_t bs = block_size();
   for (size_t i = 0; i < buffer.size() / bs; ++i) {
     auto [it, added] = held_.try_emplace(block + i);
-    if (added) it->second = io::AlignedBuffer(bs, 4096, /*zeroed=*/false);
+    if (added && !spare_.empty()) {
+      it->second = std::move(spare_.back());
+      spare_.pop_back();
+    } else if (added) {
+      it->second = io::AlignedBuffer(bs, 4096, /*zeroed=*/false);
+    }
     std::memcpy(it->second.data(), buffer.data() + i * bs, bs);
   }
   return absl::OkStatus();
 }
 
 absl::Status DeferredDevice::DoResize(uint64_t num_blocks) {
-  held_.erase(held_.lower_bound(num_blocks), held_.end());
+  if (num_blocks < size_) {
+    for (auto it = held_.begin(); it != held_.end();) {
+      if (it->first < num_blocks) {
+        ++it;
+        continue;
+      }
+      spare_.push_back(std::move(it->second));
+      held_.erase(it++);
+    }
+  }
   size_ = num_blocks;
   zero_from_ = std::min(zero_from_, num_blocks);
   return absl::OkStatus();

@@ -14,8 +14,9 @@
 #define ROUNDTABLE_ENGINE_INTERNAL_DEFERRED_DEVICE_H_
 
 #include <cstdint>
-#include <map>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "io/block_device.h"
 
 namespace roundtable::internal {
@@ -30,11 +31,12 @@ class DeferredDevice final : public io::BlockDevice {
   }
   uint64_t num_blocks() const override { return size_; }
 
-  // The held blocks, by block number (all below num_blocks()). The owner may
-  // change their bytes in place (the table seals bucket blocks at a
-  // checkpoint).
-  std::map<uint64_t, io::AlignedBuffer>& held() { return held_; }
-  const std::map<uint64_t, io::AlignedBuffer>& held() const { return held_; }
+  // The held blocks, by block number (all below num_blocks()), in no
+  // particular order. The owner may change their bytes in place (the table
+  // seals bucket blocks at a checkpoint).
+  using HeldMap = absl::flat_hash_map<uint64_t, io::AlignedBuffer>;
+  HeldMap& held() { return held_; }
+  const HeldMap& held() const { return held_; }
   // The held bytes of `block`, or null.
   std::byte* Held(uint64_t block);
   uint64_t held_bytes() const { return held_.size() * block_size(); }
@@ -64,7 +66,11 @@ class DeferredDevice final : public io::BlockDevice {
   // Blocks at or past this read as zeros unless held: they were cut off by
   // a Resize since the last Clear, so the inner device's bytes are stale.
   uint64_t zero_from_;
-  std::map<uint64_t, io::AlignedBuffer> held_;
+  HeldMap held_;
+  // Buffers of blocks no longer held, reused by the next writes: a table
+  // that checkpoints every N bytes keeps N bytes of buffers instead of
+  // allocating (and faulting in) them again after every checkpoint.
+  std::vector<io::AlignedBuffer> spare_;
 };
 
 }  // namespace roundtable::internal

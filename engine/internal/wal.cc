@@ -77,7 +77,11 @@ absl::Status WalWriter::Append(std::string_view payload) {
     writes.push_back({first_block + i, full[i].span()});
   }
   if (tail_fill_ > 0) writes.push_back({tail_block_, tail_.span()});
-  RT_RETURN_IF_ERROR(device_->WriteBatch(writes));
+  // One block (most records) takes the device's plain write path, cheaper
+  // than a batch submission.
+  RT_RETURN_IF_ERROR(writes.size() == 1
+                         ? device_->Write(writes[0].block, writes[0].buffer)
+                         : device_->WriteBatch(writes));
   ++next_seq_;
   bytes_ += kWalHeaderBytes + payload.size();
   unsynced_ = true;
