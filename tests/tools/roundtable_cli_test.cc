@@ -1,5 +1,6 @@
 // The roundtable binary as a user runs it: exit codes, messages, and the
 // flags' own parsing errors.
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/engine/mapping/reference_round_mapping.h"
@@ -132,6 +134,95 @@ std::string TableDir() {
   return dir;
 }
 
+// load --batch=3 --sync: a bad line 8 stops the load; the two whole batches
+// before it (lines 1-6) are stored, line 7 of the cut batch is not.
+TEST(RoundtableCliTest, LoadStoresWholeBatches) {
+  const std::string dir = TableDir();
+  ASSERT_EQ(RunTool("create " + dir + " --s0=4 --block_size=1024").exit_code,
+            0);
+  std::string input;
+  for (int i = 1; i <= 10; ++i) {
+    const std::string n = std::to_string(i);
+    input += i == 8 ? "no tab here\n" : "k" + n + "\tv" + n + "\n";
+  }
+  Outcome o = RunTool("load " + dir + " --batch=3 --sync", input);
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_NE(o.err.find("line 8"), std::string::npos) << o.err;
+  o = RunTool("scan " + dir);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  for (int i = 1; i <= 10; ++i) {
+    const std::string n = std::to_string(i);
+    EXPECT_EQ(o.out.find("k" + n + "\tv" + n + "\n") != std::string::npos,
+              i <= 6)
+        << "k" << i << " in " << o.out;
+  }
+  o = RunTool("load " + dir + " --batch=0", "k\tv\n");
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_NE(o.err.find("--batch"), std::string::npos) << o.err;
+  std::system(("rm -rf " + dir).c_str());
+}
+
+// `load --sync` killed with SIGKILL at a random moment: the table reopens
+// (check passes) holding exactly a prefix of the input, byte-exact, and with
+// --batch=B a prefix of whole batches (or all of it).
+TEST(RoundtableCliTest, KilledLoadLeavesAPrefixOfWholeBatches) {
+  std::mt19937_64 rng(77);
+  const int n = 3000;
+  std::string input;
+  std::vector<std::string> lines;
+  for (int i = 0; i < n; ++i) {
+    lines.push_back("key" + std::to_string(i) + "\t" +
+                    std::string(1 + i % 50, static_cast<char>('a' + i % 26)) +
+                    "\n");
+    input += lines.back();
+  }
+  const std::string in =
+      testing::TempDir() + "/kill_load_" + std::to_string(getpid()) + ".tsv";
+  std::ofstream(in) << input;
+  for (const int batch : {1, 100}) {
+    int cut = 0;  // rounds killed part-way through the input
+    for (int round = 0; round < 6; ++round) {
+      SCOPED_TRACE("batch " + std::to_string(batch) + ", round " +
+                   std::to_string(round));
+      const std::string dir = TableDir();
+      ASSERT_EQ(
+          RunTool("create " + dir + " --s0=4 --block_size=1024").exit_code, 0);
+      const pid_t child = fork();
+      ASSERT_GE(child, 0);
+      if (child == 0) {
+        const std::string batch_flag = "--batch=" + std::to_string(batch);
+        execl(RT_CLI_PATH, RT_CLI_PATH, "load", dir.c_str(), in.c_str(),
+              "--sync", batch_flag.c_str(), static_cast<char*>(nullptr));
+        _exit(127);
+      }
+      usleep(20000 + rng() % 300000);
+      kill(child, SIGKILL);
+      int status = 0;
+      ASSERT_EQ(waitpid(child, &status, 0), child);
+      Outcome o = RunTool("check " + dir);
+      ASSERT_EQ(o.exit_code, 0) << o.err;
+      o = RunTool("scan " + dir);
+      ASSERT_EQ(o.exit_code, 0) << o.err;
+      // The stored lines are lines 0 .. k-1 of the input, each exact.
+      std::vector<std::string> stored;
+      std::istringstream scan(o.out);
+      for (std::string line; std::getline(scan, line);) {
+        stored.push_back(line + "\n");
+      }
+      std::sort(stored.begin(), stored.end());
+      const size_t k = stored.size();
+      std::vector<std::string> prefix(lines.begin(), lines.begin() + k);
+      std::sort(prefix.begin(), prefix.end());
+      ASSERT_EQ(stored, prefix) << k << " records stored";
+      EXPECT_TRUE(k % batch == 0 || k == lines.size()) << k;
+      cut += k > 0 && k < lines.size();
+      std::system(("rm -rf " + dir).c_str());
+    }
+    EXPECT_GT(cut, 0) << "no kill landed inside the load";
+  }
+  std::remove(in.c_str());
+}
+
 TEST(RoundtableCliTest, StoreCommandsRoundTrip) {
   const std::string dir = TableDir();
   Outcome o = RunTool("create " + dir + " --s0=4 --block_size=1024");
@@ -162,8 +253,8 @@ TEST(RoundtableCliTest, StoreCommandsRoundTrip) {
         "\"block_size\":1024", "\"s0\":4", "\"epsilon\":0.1",
         "\"data_bytes\":", "\"utilization\":", "\"logical\":{",
         "\"get_block_reads\":", "\"physical_block_file\":{",
-        "\"held_blocks\":0", "\"recovered_records\":0",
-        "\"physical_wal\":{", "\"physical_journal\":{"}) {
+        "\"held_blocks\":0", "\"recovered_records\":0", "\"physical_wal\":{",
+        "\"physical_journal\":{"}) {
     EXPECT_NE(o.out.find(field), std::string::npos) << field << " in " << o.out;
   }
   o = RunTool("check " + dir);
@@ -213,7 +304,7 @@ TEST(RoundtableCliTest, DemoRunsAndSummarises) {
   const Outcome o = RunTool("demo " + dir + " --records=5000");
   ASSERT_EQ(o.exit_code, 0) << o.err;
   for (const char* part : {"5000 records", "puts/s", "gets/s", "deletes/s",
-                           "utilization", "stash", "MiB in " }) {
+                           "utilization", "stash", "MiB in "}) {
     EXPECT_NE(o.out.find(part), std::string::npos) << part << " in " << o.out;
   }
   EXPECT_EQ(RunTool("check " + dir).exit_code, 0);

@@ -11,8 +11,8 @@
 //       the bucket-size distribution of evenly spaced hashes (Table 2).
 //   roundtable create DIR [--block_size=4096 --s0=32 --epsilon=0.1]
 //   roundtable put DIR KEY VALUE | get DIR KEY | del DIR KEY
-//   roundtable load DIR [FILE] | scan DIR | stats DIR [--json] | check DIR
-//   roundtable demo [DIR] [--records=1000000]
+//   roundtable load DIR [FILE] [--batch=N --sync] | scan DIR | stats DIR
+//   [--json] | check DIR roundtable demo [DIR] [--records=1000000]
 //
 // docs/cli.md describes every flag.
 #include <unistd.h>
@@ -59,6 +59,9 @@ ABSL_FLAG(uint32_t, block_size, 4096, "create: block size in bytes");
 ABSL_FLAG(double, epsilon, 0.1, "create: free fraction kept in the blocks");
 ABSL_FLAG(bool, json, false, "stats: print one JSON object");
 ABSL_FLAG(uint64_t, records, 1000000, "demo: records to load");
+ABSL_FLAG(bool, sync, false,
+          "load: make each batch durable (log synced) before the next");
+ABSL_FLAG(uint64_t, batch, 1, "load: records per atomic batch");
 
 namespace roundtable::cli {
 namespace {
@@ -72,7 +75,8 @@ constexpr char kUsage[] =
     "\\\\ \\xHH)\n"
     "  get DIR KEY         print the value; exit 1 when absent\n"
     "  del DIR KEY         remove a record\n"
-    "  load DIR [FILE]     store tab-separated records (stdin without FILE)\n"
+    "  load DIR [FILE]     store tab-separated records (stdin without FILE;\n"
+    "                      --batch=N records per atomic batch, --sync)\n"
     "  scan DIR            print every record, tab-separated\n"
     "  stats DIR           counts, utilization, ledgers (--json)\n"
     "  check DIR           verify every checksum and placement\n"
@@ -156,8 +160,8 @@ int TableCommand(const std::vector<std::string>& words) {
   const std::string& command = words[0];
   const size_t args = words.size() - 1;
   auto usage = [&](const char* shape) {
-    return Fail(command, absl::StrCat("usage: roundtable ", command, " ",
-                                      shape));
+    return Fail(command,
+                absl::StrCat("usage: roundtable ", command, " ", shape));
   };
   absl::Status status;
   if (command == "create") {
@@ -184,12 +188,16 @@ int TableCommand(const std::vector<std::string>& words) {
     status = RunDel(words[1], words[2]);
   } else if (command == "load") {
     if (args != 1 && args != 2) return usage("DIR [FILE]");
+    LoadOptions load;
+    load.sync = absl::GetFlag(FLAGS_sync);
+    load.batch = absl::GetFlag(FLAGS_batch);
+    load.progress = isatty(STDERR_FILENO);
     if (args == 2) {
       std::ifstream in(words[2]);
       if (!in) return Fail(command, absl::StrCat("cannot read ", words[2]));
-      status = RunLoad(words[1], in, isatty(STDERR_FILENO));
+      status = RunLoad(words[1], in, load);
     } else {
-      status = RunLoad(words[1], std::cin, isatty(STDERR_FILENO));
+      status = RunLoad(words[1], std::cin, load);
     }
   } else if (command == "scan") {
     if (args != 1) return usage("DIR");

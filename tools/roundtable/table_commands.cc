@@ -92,8 +92,26 @@ absl::Status RunDel(const std::string& dir, const std::string& key) {
   return table->Close();
 }
 
-absl::Status RunLoad(const std::string& dir, std::istream& in, bool progress) {
+absl::Status RunLoad(const std::string& dir, std::istream& in,
+                     const LoadOptions& options) {
+  if (options.batch == 0) {
+    return absl::InvalidArgumentError("--batch must be at least 1");
+  }
   RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, false));
+  WriteOptions write_options;
+  write_options.sync = options.sync;
+  WriteBatch batch;
+  auto flush = [&]() -> absl::Status {
+    if (batch.Count() == 0) return absl::OkStatus();
+    absl::Status s = table->Write(batch, write_options);
+    batch.Clear();
+    return s;
+  };
+  auto fail = [&](uint64_t number, const absl::Status& s) {
+    table->Close().IgnoreError();
+    return absl::Status(s.code(),
+                        absl::StrCat("line ", number, ": ", s.message()));
+  };
   std::string line;
   uint64_t loaded = 0;
   const auto start = Clock::now();
@@ -102,26 +120,28 @@ absl::Status RunLoad(const std::string& dir, std::istream& in, bool progress) {
     if (line.empty()) continue;
     const size_t tab = line.find('\t');
     if (tab == std::string::npos) {
-      table->Close().IgnoreError();
-      return absl::InvalidArgumentError(absl::StrCat(
-          "line ", number, ": expected an escaped key, a tab and a value"));
+      return fail(number, absl::InvalidArgumentError(
+                              "expected an escaped key, a tab and a value"));
     }
     auto key = Unescape(std::string_view(line).substr(0, tab));
     auto value = Unescape(std::string_view(line).substr(tab + 1));
     absl::Status s = key.ok() ? value.status() : key.status();
-    if (s.ok()) s = table->Put(*key, *value);
-    if (!s.ok()) {
-      table->Close().IgnoreError();
-      return absl::Status(s.code(),
-                          absl::StrCat("line ", number, ": ", s.message()));
+    if (s.ok()) {
+      batch.Put(*key, *value);
+      if (batch.Count() == options.batch) s = flush();
     }
-    if (progress && ++loaded % 65536 == 0) {
+    if (!s.ok()) return fail(number, s);
+    if (options.progress && ++loaded % 65536 == 0) {
       std::fprintf(stderr, "\rload: %llu records, %.0f/s",
                    static_cast<unsigned long long>(loaded),
                    loaded / Seconds(start));
     }
   }
-  if (progress) ClearProgress();
+  if (absl::Status s = flush(); !s.ok()) {
+    table->Close().IgnoreError();
+    return s;
+  }
+  if (options.progress) ClearProgress();
   return table->Close();
 }
 

@@ -24,10 +24,17 @@ absl::Status RunPut(const std::string& dir, const std::string& key,
 absl::Status RunGet(const std::string& dir, const std::string& key,
                     std::ostream& out);
 absl::Status RunDel(const std::string& dir, const std::string& key);
+struct LoadOptions {
+  bool sync = false;      // each write durable (log synced) before the next
+  uint64_t batch = 1;     // records per atomic batch (the last may be short)
+  bool progress = false;  // a counter on standard error
+};
 // One record per line: escaped key, a tab, escaped value. Blank lines are
-// skipped; a bad line stops the load with its line number (the lines before
-// it are stored). `progress` shows a counter on standard error.
-absl::Status RunLoad(const std::string& dir, std::istream& in, bool progress);
+// skipped. Records are written in batches of options.batch, each atomic; a
+// bad line stops the load with its line number, and the whole batches
+// before it are stored.
+absl::Status RunLoad(const std::string& dir, std::istream& in,
+                     const LoadOptions& options);
 // Every record as a load line, in no particular order.
 absl::Status RunScan(const std::string& dir, std::ostream& out);
 absl::Status RunStats(const std::string& dir, bool json, std::ostream& out);
