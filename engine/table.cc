@@ -7,6 +7,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -880,6 +881,18 @@ class Table::Impl {
     return absl::OkStatus();
   }
 
+  // The block file and the stash copy: each file, the deferred device in
+  // front of it, and its number in journal entries.
+  struct Layer {
+    uint32_t id;
+    io::BlockDevice* file;
+    internal::DeferredDevice* seen;
+  };
+  std::array<Layer, 2> Layers() {
+    return {{{kBlocksFileId, files_.blocks.get(), blocks_.get()},
+             {kStashFileId, files_.stash.get(), stash_device_.get()}}};
+  }
+
   // Starts a checkpoint when the held blocks or the log pass
   // Options::checkpoint_bytes.
   absl::Status MaybeCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -926,36 +939,33 @@ class Table::Impl {
     internal::KillPoint("checkpoint: journal synced");
 
     // In place: each file grown to its new size, its images, a sync.
-    for (const uint32_t id : {kBlocksFileId, kStashFileId}) {
-      io::BlockDevice& file =
-          id == kStashFileId ? *files_.stash : *files_.blocks;
-      const uint64_t size =
-          (id == kStashFileId ? stash_device_ : blocks_)->num_blocks();
-      if (file.num_blocks() < size) RT_RETURN_IF_ERROR(file.Resize(size));
+    for (const Layer& layer : Layers()) {
+      const uint64_t size = layer.seen->num_blocks();
+      if (layer.file->num_blocks() < size) {
+        RT_RETURN_IF_ERROR(layer.file->Resize(size));
+      }
       std::vector<io::WriteRequest> writes;
       for (size_t i = 0; i < in_place; ++i) {
-        if (entries[i].file == id) {
+        if (entries[i].file == layer.id) {
           writes.push_back({entries[i].block, entries[i].bytes});
         }
       }
-      RT_RETURN_IF_ERROR(file.WriteBatch(writes));
+      RT_RETURN_IF_ERROR(layer.file->WriteBatch(writes));
       internal::KillPoint("checkpoint: written in place");
-      RT_RETURN_IF_ERROR(file.Sync());
+      RT_RETURN_IF_ERROR(layer.file->Sync());
     }
     RT_RETURN_IF_ERROR(files_.blocks->Write(next.slot(), superblock.span()));
     RT_RETURN_IF_ERROR(files_.blocks->Sync());
     internal::KillPoint("checkpoint: superblock synced");
     // Only now may the files shrink: the superblock no longer needs what
     // lies past the new ends.
-    for (const uint32_t id : {kBlocksFileId, kStashFileId}) {
-      io::BlockDevice& file =
-          id == kStashFileId ? *files_.stash : *files_.blocks;
-      const uint64_t size =
-          (id == kStashFileId ? stash_device_ : blocks_)->num_blocks();
-      if (file.num_blocks() > size) RT_RETURN_IF_ERROR(file.Resize(size));
+    for (const Layer& layer : Layers()) {
+      const uint64_t size = layer.seen->num_blocks();
+      if (layer.file->num_blocks() > size) {
+        RT_RETURN_IF_ERROR(layer.file->Resize(size));
+      }
+      layer.seen->Clear();
     }
-    blocks_->Clear();
-    stash_device_->Clear();
     sb_ = next;
     ++checkpoints_;
     return wal_.Start(applied_seq_ + 1);
