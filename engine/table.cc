@@ -1,5 +1,6 @@
 #include "engine/table.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 // Key hashes are XXH3 compiled inline: for short keys the call into the
@@ -39,6 +40,9 @@ using internal::Superblock;
 namespace {
 
 constexpr char kBlocksFile[] = "blocks";
+// A new table's block file until its first checkpoint is durable: a crash
+// while a table is created leaves no `blocks` file, so no table.
+constexpr char kNewBlocksFile[] = "blocks.new";
 constexpr char kStashFile[] = "stash";
 constexpr char kWalFile[] = "wal";
 constexpr char kJournalFile[] = "journal";
@@ -1128,6 +1132,25 @@ absl::StatusOr<Superblock> ReadSuperblock(const std::string& path,
   return best;
 }
 
+// Renames a new table's block file, formatted and synced, to its name, and
+// syncs the directory: from then on the table exists.
+absl::Status PublishNewTable(const std::string& path) {
+  auto fail = [&](const char* what) {
+    return absl::Status(absl::ErrnoToStatusCode(errno),
+                        absl::StrCat(what, " ", path, ": ", strerror(errno)));
+  };
+  if (rename(Join(path, kNewBlocksFile).c_str(),
+             Join(path, kBlocksFile).c_str()) != 0) {
+    return fail("rename in");
+  }
+  const int dir = open(path.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dir < 0) return fail("open");
+  const int synced = fsync(dir);
+  close(dir);
+  if (synced != 0) return fail("fsync");
+  return absl::OkStatus();
+}
+
 // This build reads exactly one format version.
 absl::Status CheckFormatVersion(const std::string& path, const Superblock& sb) {
   if (sb.format_version == internal::kFormatVersion) return absl::OkStatus();
@@ -1209,8 +1232,10 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
   }
 
   Files files;
-  RT_ASSIGN_OR_RETURN(files.blocks,
-                      io::OpenBlockDevice(Join(path, kBlocksFile), dev));
+  RT_ASSIGN_OR_RETURN(
+      files.blocks,
+      io::OpenBlockDevice(Join(path, exists ? kBlocksFile : kNewBlocksFile),
+                          dev));
   RT_ASSIGN_OR_RETURN(files.stash,
                       io::OpenBlockDevice(Join(path, kStashFile), dev));
   // The log and the journal may be missing (a table never written since a
@@ -1221,6 +1246,13 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
                       io::OpenBlockDevice(Join(path, kWalFile), aux));
   RT_ASSIGN_OR_RETURN(files.journal,
                       io::OpenBlockDevice(Join(path, kJournalFile), aux));
+  if (!exists) {
+    // Whatever an earlier creation cut short left behind is discarded.
+    for (io::BlockDevice* file : {files.blocks.get(), files.stash.get(),
+                                  files.wal.get(), files.journal.get()}) {
+      RT_RETURN_IF_ERROR(file->Resize(0));
+    }
+  }
   // A complete journal newer than the superblock is a checkpoint cut short
   // during its in-place writes: its superblock is the table's.
   std::optional<internal::Journal> journal;
@@ -1252,13 +1284,16 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
       RT_RETURN_IF_ERROR(impl->Recover(journal));
     } else {
       RT_RETURN_IF_ERROR(impl->Format());
+      internal::KillPoint("create: formatted");
+      RT_RETURN_IF_ERROR(PublishNewTable(path));
     }
   }
   return std::unique_ptr<Table>(new Table(std::move(impl)));
 }
 
 absl::Status DestroyTable(const std::string& path) {
-  for (const char* file : {kBlocksFile, kStashFile, kWalFile, kJournalFile}) {
+  for (const char* file :
+       {kBlocksFile, kNewBlocksFile, kStashFile, kWalFile, kJournalFile}) {
     const std::string p = Join(path, file);
     if (unlink(p.c_str()) != 0 && errno != ENOENT) {
       return absl::Status(absl::ErrnoToStatusCode(errno),
