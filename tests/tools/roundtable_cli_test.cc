@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -180,6 +181,22 @@ TEST(RoundtableCliTest, KilledLoadLeavesAPrefixOfWholeBatches) {
       testing::TempDir() + "/kill_load_" + std::to_string(getpid()) + ".tsv";
   std::ofstream(in) << input;
   for (const int batch : {1, 100}) {
+    const std::string batch_flag = "--batch=" + std::to_string(batch);
+    // How long a whole load takes here: the kills land at random moments
+    // inside it, whatever the machine's speed.
+    const std::string timing_dir = TableDir();
+    ASSERT_EQ(
+        RunTool("create " + timing_dir + " --s0=4 --block_size=1024").exit_code,
+        0);
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ(RunTool("load " + timing_dir + " " + in + " --sync " + batch_flag)
+                  .exit_code,
+              0);
+    const uint64_t whole_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(
+            std::chrono::steady_clock::now() - start)
+            .count();
+    std::system(("rm -rf " + timing_dir).c_str());
     int cut = 0;  // rounds killed part-way through the input
     for (int round = 0; round < 6; ++round) {
       SCOPED_TRACE("batch " + std::to_string(batch) + ", round " +
@@ -190,12 +207,11 @@ TEST(RoundtableCliTest, KilledLoadLeavesAPrefixOfWholeBatches) {
       const pid_t child = fork();
       ASSERT_GE(child, 0);
       if (child == 0) {
-        const std::string batch_flag = "--batch=" + std::to_string(batch);
         execl(RT_CLI_PATH, RT_CLI_PATH, "load", dir.c_str(), in.c_str(),
               "--sync", batch_flag.c_str(), static_cast<char*>(nullptr));
         _exit(127);
       }
-      usleep(20000 + rng() % 300000);
+      usleep(whole_us / 10 + rng() % (whole_us * 8 / 10 + 1));
       kill(child, SIGKILL);
       int status = 0;
       ASSERT_EQ(waitpid(child, &status, 0), child);
