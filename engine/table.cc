@@ -168,14 +168,7 @@ class Table::Impl {
             std::make_unique<internal::DeferredDevice>(files_.stash.get())),
         wal_(files_.wal.get()),
         stash_log_(stash_device_.get(), sb.stash_epoch, sb.stash_blocks),
-        // The cache holds clean blocks only: written blocks are held by
-        // blocks_ until a checkpoint, so it never writes anything out.
-        cache_(options.block_cache_bytes, sb.block_size,
-               [](uint64_t, std::span<std::byte>) {
-                 return absl::InternalError(
-                     "the block cache holds no dirty "
-                     "blocks");
-               }),
+        cache_(options.block_cache_bytes, sb.block_size),
         work_(sb.block_size),
         payload_(Payload(sb.block_size)),
         record_count_(sb.record_count),
@@ -317,7 +310,7 @@ class Table::Impl {
     absl::Status s = blocks_->ReadBatch(reads);
     for (size_t r = 0; s.ok() && r < missed.size(); ++r) {
       s = internal::VerifyBlock(reads[r].buffer, missed[r]);
-      if (s.ok()) s = cache_.Insert(missed[r], reads[r].buffer, false);
+      if (s.ok()) cache_.Insert(missed[r], reads[r].buffer);
     }
     if (!s.ok()) {
       for (size_t i = 0; i < keys.size(); ++i) {
@@ -768,12 +761,13 @@ class Table::Impl {
       RT_RETURN_IF_ERROR(blocks_->Read(b + kHeaderBlocks, out));
       RT_RETURN_IF_ERROR(internal::VerifyBlock(out, b));
     }
-    return cache_.Insert(b, out, /*dirty=*/false);
+    cache_.Insert(b, out);
+    return absl::OkStatus();
   }
 
   // An edited block of bucket b: held until the next checkpoint, and cached.
   absl::Status StoreBlock(uint64_t b, std::span<std::byte> bytes) {
-    RT_RETURN_IF_ERROR(cache_.Insert(b, bytes, /*dirty=*/false));
+    cache_.Insert(b, bytes);
     return blocks_->Write(b + kHeaderBlocks, bytes);
   }
 

@@ -1,7 +1,7 @@
-// A write-back cache of encoded bucket blocks with CLOCK replacement. Clean
-// entries are copies of what is on the device; dirty ones are newer and reach
-// the device when evicted or flushed. Capacity 0 disables it: every lookup
-// misses and nothing is kept.
+// A cache of clean encoded bucket blocks with CLOCK replacement: each entry
+// is a copy of the bucket's current block (written blocks wait for a
+// checkpoint elsewhere, so eviction never writes anything). Capacity 0
+// disables it: every lookup misses and nothing is kept.
 //
 // The blocks live in one arena, a slot each, beside an array of slot records
 // and an array from bucket number to slot (buckets are dense, 0 .. m-1, so
@@ -12,14 +12,12 @@
 // speed was the same within the noise of alternating runs.)
 //
 // Thread-safety: every method takes the cache's own mutex, so lookups from
-// concurrent readers of the table are safe. Eviction hands dirty blocks to
-// the caller's write function while holding the mutex.
+// concurrent readers of the table are safe.
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_BLOCK_CACHE_H_
 #define ROUNDTABLE_ENGINE_INTERNAL_BLOCK_CACHE_H_
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 
@@ -32,11 +30,7 @@ namespace roundtable::internal {
 
 class BlockCache {
  public:
-  // Writes one dirty block to the device (bucket, bytes); it may change the
-  // bytes on the way (the table seals the checksum).
-  using WriteFn = std::function<absl::Status(uint64_t, std::span<std::byte>)>;
-
-  BlockCache(uint64_t capacity_bytes, uint32_t block_size, WriteFn write);
+  BlockCache(uint64_t capacity_bytes, uint32_t block_size);
 
   bool enabled() const { return capacity_blocks_ > 0; }
 
@@ -63,20 +57,15 @@ class BlockCache {
     return true;
   }
 
-  // Keeps `bytes` as bucket b's block, clean (just read) or dirty (newer
-  // than the device). May evict a block, writing it first if dirty; the
-  // first write error is returned (that block stays cached, dirty).
-  absl::Status Insert(uint64_t b, std::span<const std::byte> bytes, bool dirty);
+  // Keeps `bytes` as bucket b's block (replacing an older copy), evicting
+  // the clock's victim when full.
+  void Insert(uint64_t b, std::span<const std::byte> bytes);
 
-  // Writes every dirty block (in bucket order) and marks it clean.
-  absl::Status Flush();
-
-  // Forgets bucket b (released by a shrink), dirty or not.
+  // Forgets bucket b (released by a shrink).
   void Drop(uint64_t b);
 
   uint64_t hits() const { return hits_.load(); }
   uint64_t misses() const { return misses_.load(); }
-  uint64_t dirty_blocks() const;
 
  private:
   static constexpr uint64_t kFree = ~uint64_t{0};
@@ -85,10 +74,6 @@ class BlockCache {
   // lookup reads anyway, so a hit touches no other cache line than the
   // block's.
   static constexpr uint32_t kReferenced = uint32_t{1} << 31;
-  struct Slot {
-    uint64_t bucket = kFree;
-    bool dirty = false;
-  };
 
   uint32_t SlotOf(uint64_t b) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (b >= slot_of_.size() || slot_of_[b] == kNoSlot) return kNoSlot;
@@ -101,22 +86,19 @@ class BlockCache {
   std::byte* BytesOf(uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return arena_.data() + static_cast<size_t>(slot) * block_size_;
   }
-  // A slot for a new block: a free one, or the clock's victim (written out
-  // first when dirty).
-  absl::StatusOr<uint32_t> TakeSlot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A slot for a new block: a free one, or the clock's victim.
+  uint32_t TakeSlot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const uint64_t capacity_blocks_;
   const uint32_t block_size_;
-  const WriteFn write_;
   mutable Mutex mu_;
-  io::AlignedBuffer arena_ ABSL_GUARDED_BY(mu_);  // grows to capacity
-  std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
+  io::AlignedBuffer arena_ ABSL_GUARDED_BY(mu_);          // grows to capacity
+  std::vector<uint64_t> bucket_of_ ABSL_GUARDED_BY(mu_);  // by slot
   std::vector<uint32_t> free_ ABSL_GUARDED_BY(mu_);
   // Slot of each bucket with its reference bit, or kNoSlot; grows to the
   // largest bucket cached.
   std::vector<uint32_t> slot_of_ ABSL_GUARDED_BY(mu_);
   uint32_t hand_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t dirty_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> hits_{0}, misses_{0};
 };
 
