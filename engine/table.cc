@@ -197,7 +197,7 @@ class Table::Impl {
     RT_RETURN_IF_ERROR(CheckOpen());
     const uint64_t h = Hash(key);
     const uint64_t b = mapping_.FindBucket(h);
-    if (const Record* r = FindInStash(b, key, h)) {
+    if (const Record* r = stash_.Find(b, key, h)) {
       value->assign(r->value);
       return absl::OkStatus();
     }
@@ -289,7 +289,7 @@ class Table::Impl {
     for (size_t i = 0; i < keys.size(); ++i) {
       hash_of[i] = Hash(keys[i]);
       const uint64_t b = mapping_.FindBucket(hash_of[i]);
-      if (const Record* r = FindInStash(b, keys[i], hash_of[i])) {
+      if (const Record* r = stash_.Find(b, keys[i], hash_of[i])) {
         out[i] = r->value;
         continue;
       }
@@ -359,7 +359,7 @@ class Table::Impl {
       const uint64_t b = mapping_.FindBucket(h);
       // A key in the stash is replaced there (its block stays full, nothing
       // to read); otherwise the key's block is read.
-      Record* stashed = FindInStash(b, key, h);
+      Record* stashed = stash_.Find(b, key, h);
       std::optional<internal::EncodedBlock::Found> found;
       size_t old = 0;
       if (stashed != nullptr) {
@@ -413,7 +413,7 @@ class Table::Impl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const uint64_t h = Hash(key);
     const uint64_t b = mapping_.FindBucket(h);
-    if (FindInStash(b, key, h) != nullptr) {
+    if (stash_.Find(b, key, h) != nullptr) {
       return Fail(RemoveFromStash(b, key));
     }
     RT_RETURN_IF_ERROR(LoadBlock(b, work_.span()));
@@ -682,11 +682,6 @@ class Table::Impl {
         (1.0 - sb_.epsilon) * static_cast<double>(payload_);
     return static_cast<uint64_t>(
         std::ceil(static_cast<double>(bytes) / per_block));
-  }
-
-  Record* FindInStash(uint64_t b, std::string_view key, uint64_t h)
-      ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return stash_.Find(b, key, h);
   }
 
   absl::Status AddToStash(uint64_t b, uint64_t h, Record record)

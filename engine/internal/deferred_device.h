@@ -40,10 +40,6 @@ class DeferredDevice final : public io::BlockDevice {
   // The held bytes of `block`, or null.
   std::byte* Held(uint64_t block);
   uint64_t held_bytes() const { return held_.size() * block_size(); }
-  // True when the size differs from the inner device's or blocks are held.
-  bool pending() const {
-    return !held_.empty() || size_ != inner_->num_blocks();
-  }
 
   // Forgets the held blocks: call once they and the size reached the inner
   // device.

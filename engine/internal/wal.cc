@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "engine/internal/coding.h"
 #include "io/status_macros.h"
 
@@ -117,31 +116,19 @@ absl::StatusOr<WalReplay> ReplayWal(
     return true;
   };
   while (true) {
-    RT_ASSIGN_OR_RETURN(bool have, fill(kWalHeaderBytes));
-    if (!have) {
-      replay.stop = "end of log";
-      break;
-    }
+    RT_ASSIGN_OR_RETURN(const bool have, fill(kWalHeaderBytes));
+    if (!have) break;
     const uint32_t length = GetFixed32(window.data());
     const uint64_t seq = GetFixed64(window.data() + 4);
     const uint64_t checksum = GetFixed64(window.data() + 12);
     // A length past the end of the device is a torn or stale record.
-    if (consumed + kWalHeaderBytes + length > blocks * bs) {
-      replay.stop = "record past the end of the log";
-      break;
-    }
-    RT_ASSIGN_OR_RETURN(have, fill(kWalHeaderBytes + length));
+    if (consumed + kWalHeaderBytes + length > blocks * bs) break;
+    // Within the device, so the window fills.
+    RT_RETURN_IF_ERROR(fill(kWalHeaderBytes + length).status());
     const std::string_view payload(window.data() + kWalHeaderBytes, length);
-    if (RecordChecksum(window.data(), payload) != checksum) {
-      replay.stop = "record checksum mismatch";
-      break;
-    }
+    if (RecordChecksum(window.data(), payload) != checksum) break;
     const bool stale = seq <= after_seq && replay.records == 0;
-    if (!stale && seq != replay.last_seq + 1) {
-      replay.stop = absl::StrCat("record ", seq, " where ", replay.last_seq + 1,
-                                 " was next");
-      break;
-    }
+    if (!stale && seq != replay.last_seq + 1) break;
     if (!stale) {
       RT_RETURN_IF_ERROR(fn(seq, payload));
       ++replay.records;

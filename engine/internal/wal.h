@@ -53,8 +53,6 @@ class WalWriter {
   uint64_t next_seq() const { return next_seq_; }
   // Bytes of records in the log.
   uint64_t bytes() const { return bytes_; }
-  // True when records were appended since the last Sync (or Start).
-  bool unsynced() const { return unsynced_; }
 
  private:
   io::BlockDevice* device_;
@@ -71,7 +69,6 @@ struct WalReplay {
   uint64_t records = 0;   // records passed to the callback
   uint64_t last_seq = 0;  // the last one's number (after_seq when none)
   uint64_t bytes = 0;     // where the valid log ends
-  std::string stop;       // why reading stopped ("end of log", ...)
 };
 
 // Reads the log from its start and calls fn(seq, payload) for the records

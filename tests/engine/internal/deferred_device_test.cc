@@ -83,7 +83,7 @@ TEST(DeferredDeviceTest, HoldsWritesUntilApplied) {
       ASSERT_TRUE(inner->Write(b, std::span(buffer.data(), kBlock)).ok());
     }
     device.Clear();
-    EXPECT_FALSE(device.pending());
+    EXPECT_TRUE(device.held().empty());
     ASSERT_EQ(Contents(*inner), model);
     ASSERT_EQ(Contents(device), model);
   }
