@@ -1220,21 +1220,20 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
     sb.num_buckets = options.s0;
   }
 
+  auto open = [&](const char* file, const io::DeviceOptions& o) {
+    return options.open_file ? options.open_file(Join(path, file), o)
+                             : io::OpenBlockDevice(Join(path, file), o);
+  };
   Files files;
-  RT_ASSIGN_OR_RETURN(
-      files.blocks,
-      io::OpenBlockDevice(Join(path, exists ? kBlocksFile : kNewBlocksFile),
-                          dev));
-  RT_ASSIGN_OR_RETURN(files.stash,
-                      io::OpenBlockDevice(Join(path, kStashFile), dev));
+  RT_ASSIGN_OR_RETURN(files.blocks,
+                      open(exists ? kBlocksFile : kNewBlocksFile, dev));
+  RT_ASSIGN_OR_RETURN(files.stash, open(kStashFile, dev));
   // The log and the journal may be missing (a table never written since a
   // clean close may have had them removed): then they are empty.
   io::DeviceOptions aux = dev;
   aux.create_if_missing = !options.read_only;
-  RT_ASSIGN_OR_RETURN(files.wal,
-                      io::OpenBlockDevice(Join(path, kWalFile), aux));
-  RT_ASSIGN_OR_RETURN(files.journal,
-                      io::OpenBlockDevice(Join(path, kJournalFile), aux));
+  RT_ASSIGN_OR_RETURN(files.wal, open(kWalFile, aux));
+  RT_ASSIGN_OR_RETURN(files.journal, open(kJournalFile, aux));
   if (!exists) {
     // Whatever an earlier creation cut short left behind is discarded.
     for (io::BlockDevice* file : {files.blocks.get(), files.stash.get(),

@@ -21,6 +21,7 @@
 #define ROUNDTABLE_ENGINE_TABLE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -55,6 +56,13 @@ struct Options {
   bool create_if_missing = true;
   bool error_if_exists = false;
   bool read_only = false;
+  // Opens each of the table's four files as a block device; empty: with
+  // io::OpenBlockDevice. Tests put a fault-injection layer here to cut the
+  // power under a table (the superblock probe of Open and ReadLayout reads
+  // the block file directly).
+  std::function<absl::StatusOr<std::unique_ptr<io::BlockDevice>>(
+      const std::string& path, const io::DeviceOptions& options)>
+      open_file;
   // Debug mode: run Check() after every Put, Delete and Write, and fail the
   // operation with Check's DataLoss if an invariant broke. Reads the whole
   // table each time: for tests on small tables.
