@@ -234,22 +234,53 @@ class Table::Impl {
     return absl::OkStatus();
   }
 
-  // Put, Delete and Write: every record checked, the write logged (and
-  // synced when asked), then applied.
+  // Put, Delete and Write: every record checked, the write logged and
+  // applied; then, when asked, the log synced through it (group commit).
   absl::Status Write(std::span<const Op> ops, const WriteOptions& w) {
     for (const Op& op : ops) {
       if (op.put) RT_RETURN_IF_ERROR(CheckRecord(op.key, op.value));
     }
+    uint64_t seq;
+    {
+      MutexLock lock(&mu_);
+      RT_RETURN_IF_ERROR(CheckWritable());
+      EncodeOps(ops, &log_record_);
+      RT_RETURN_IF_ERROR(Fail(wal_.Append(log_record_)));
+      applied_seq_ = seq = wal_.next_seq() - 1;
+      logged_seq_.store(seq, std::memory_order_release);
+      internal::KillPoint("write: logged");
+      RT_RETURN_IF_ERROR(Apply(ops));
+      RT_RETURN_IF_ERROR(MaybeCheckpoint());
+      RT_RETURN_IF_ERROR(Paranoid());
+    }
+    return w.sync ? SyncThrough(seq) : absl::OkStatus();
+  }
+
+  // Makes log records up to `seq` durable. Group commit: one syncing writer
+  // at a time syncs the log, covering every record logged before its sync
+  // began; writers queued behind it whose records that sync covered return
+  // without a sync of their own. Runs outside the writer lock, so that
+  // writers append while a sync is in flight.
+  absl::Status SyncThrough(uint64_t seq) ABSL_LOCKS_EXCLUDED(mu_, sync_mu_) {
+    absl::Status s;
+    {
+      MutexLock lock(&sync_mu_);
+      if (!sync_error_.ok()) return sync_error_;
+      if (synced_seq_ >= seq) return absl::OkStatus();
+      if (closed_for_sync_) {
+        return absl::FailedPreconditionError("table is closed");
+      }
+      const uint64_t target = logged_seq_.load(std::memory_order_acquire);
+      s = files_.wal->Sync();
+      if (s.ok()) {
+        synced_seq_ = target;
+        return s;
+      }
+      // After a failed sync nothing unsynced is promised; no retry helps.
+      sync_error_ = s;
+    }
     MutexLock lock(&mu_);
-    RT_RETURN_IF_ERROR(CheckWritable());
-    EncodeOps(ops, &log_record_);
-    RT_RETURN_IF_ERROR(Fail(wal_.Append(log_record_)));
-    applied_seq_ = wal_.next_seq() - 1;
-    internal::KillPoint("write: logged");
-    if (w.sync) RT_RETURN_IF_ERROR(Fail(wal_.Sync()));
-    RT_RETURN_IF_ERROR(Apply(ops));
-    RT_RETURN_IF_ERROR(MaybeCheckpoint());
-    return Paranoid();
+    return Fail(s);
   }
 
   // Applies logged ops to the table (a write, or a log record replayed).
@@ -440,9 +471,11 @@ class Table::Impl {
   }
 
   absl::Status Sync() {
-    MutexLock lock(&mu_);
-    RT_RETURN_IF_ERROR(CheckWritable());
-    return Fail(wal_.Sync());
+    {
+      ReaderMutexLock lock(&mu_);
+      RT_RETURN_IF_ERROR(CheckWritable());
+    }
+    return SyncThrough(logged_seq_.load(std::memory_order_acquire));
   }
 
   absl::Status Checkpoint() {
@@ -462,6 +495,15 @@ class Table::Impl {
       if (s.ok()) s = CheckpointLocked();
     }
     closed_ = true;
+    {
+      // A syncing writer behind Close finds its record checkpointed, or the
+      // table closed.
+      MutexLock sync_lock(&sync_mu_);
+      if (s.ok() && !options_.read_only && error_.ok()) {
+        synced_seq_ = applied_seq_;
+      }
+      closed_for_sync_ = true;
+    }
     blocks_.reset();
     stash_device_.reset();
     files_ = Files{};
@@ -638,6 +680,7 @@ class Table::Impl {
                                 }));
     recovered_records_ = replay.records;
     applied_seq_ = replay.last_seq;
+    logged_seq_.store(applied_seq_, std::memory_order_release);
     if (!options_.read_only) {
       // The checkpoint empties the log; without one it is emptied here.
       if (journal || replay.records > 0) {
@@ -990,6 +1033,16 @@ class Table::Impl {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::string log_record_ ABSL_GUARDED_BY(mu_);    // reused by every write
   uint64_t applied_seq_ ABSL_GUARDED_BY(mu_) = 0;  // last log record applied
+  // The last record whose log write completed: what a sync starting now
+  // makes durable.
+  std::atomic<uint64_t> logged_seq_{0};
+  // Group commit (SyncThrough). Lock order: mu_ before sync_mu_; mu_ is
+  // never taken while holding sync_mu_.
+  Mutex sync_mu_;
+  uint64_t synced_seq_ ABSL_GUARDED_BY(sync_mu_) = 0;
+  absl::Status sync_error_ ABSL_GUARDED_BY(sync_mu_);
+  // Set by Close, which releases the log.
+  bool closed_for_sync_ ABSL_GUARDED_BY(sync_mu_) = false;
   uint64_t checkpoints_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t recovered_records_ ABSL_GUARDED_BY(mu_) = 0;
   bool recovered_journal_ ABSL_GUARDED_BY(mu_) = false;

@@ -15,8 +15,11 @@
 // go on); the write that failed may or may not be there after reopening.
 //
 // Thread-safety: a Table may be used from any number of threads. Reads (Get,
-// GetStats) run concurrently with each other; writes (Put, Delete, Sync,
-// Close) are serialised and exclude reads while they change the table.
+// GetStats) run concurrently with each other; writes (Put, Delete, Write,
+// Checkpoint, Close) are serialised and exclude reads while they change the
+// table. A synced write is applied first and then waits for the log's sync
+// outside the writer lock: concurrent syncing writers share one sync (group
+// commit), and other threads may read a synced write before it returns.
 #ifndef ROUNDTABLE_ENGINE_TABLE_H_
 #define ROUNDTABLE_ENGINE_TABLE_H_
 
