@@ -731,6 +731,7 @@ class Table::Impl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     RT_RETURN_IF_ERROR(stash_log_.AppendPut(record.key, record.value));
     stash_.Add(b, h, std::move(record));
+    internal::KillPoint("stash: entry logged");
     return MaybeRewriteStashCopy();
   }
 
@@ -759,6 +760,7 @@ class Table::Impl {
         return true;
       }
       s = stash_log_.AppendRemove(r.key);
+      internal::KillPoint("stash: entry logged");
       return false;
     });
     RT_RETURN_IF_ERROR(s);
@@ -778,7 +780,9 @@ class Table::Impl {
     stash_.ForEachList([&](uint64_t, const internal::Stash::List& list) {
       for (const Record& r : list) live.emplace_back(r.key, r.value);
     });
-    return stash_log_.Rewrite(live);
+    RT_RETURN_IF_ERROR(stash_log_.Rewrite(live));
+    internal::KillPoint("stash: copy rewritten");
+    return absl::OkStatus();
   }
 
   // Bucket b's block into `out`: from the cache, or from the device (then
@@ -871,6 +875,7 @@ class Table::Impl {
     }
     for (size_t i = 0; i < out.size(); ++i) {
       RT_RETURN_IF_ERROR(StoreBlock(rebuilt[i], out[i].span()));
+      internal::KillPoint("distribute: block written");
     }
     return MaybeRewriteStashCopy();
   }
@@ -893,6 +898,7 @@ class Table::Impl {
     RT_RETURN_IF_ERROR(blocks_->Resize(kHeaderBlocks + m + 1));
     RT_ASSIGN_OR_RETURN(const mapping::BucketChange change,
                         mapping_.NewBucket());
+    internal::KillPoint("grow: bucket added");
     RT_ASSIGN_OR_RETURN(auto bytes, LoadBlocks(change.sources));
     const std::vector<uint64_t> touched = change.Touched();
     RT_RETURN_IF_ERROR(Redistribute(change.sources, bytes, touched));
@@ -909,6 +915,7 @@ class Table::Impl {
     const std::vector<uint64_t> touched = change.Touched();
     RT_ASSIGN_OR_RETURN(auto bytes, LoadBlocks(touched));
     RT_RETURN_IF_ERROR(Redistribute(touched, bytes, change.sources));
+    internal::KillPoint("shrink: blocks rebuilt");
     cache_.Drop(change.target);
     RT_RETURN_IF_ERROR(blocks_->Resize(kHeaderBlocks + mapping_.num_buckets()));
     logical_.shrink_reads += touched.size();

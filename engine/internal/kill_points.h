@@ -1,5 +1,6 @@
 // Kill points: named places inside the engine's write paths (a write
-// logged, each step of a checkpoint, each step of a distribute) where a
+// logged, each step of a checkpoint, of a distribute and of the stash
+// copy's update; tests/engine/table_crash_test.cc names them all) where a
 // crash test may end the process, to prove that recovery handles a crash
 // exactly there. Without a handler (always, outside tests) a kill point is
 // one load and a branch.

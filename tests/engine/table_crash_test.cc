@@ -178,6 +178,11 @@ TEST(TableCrashTest, EveryKillPointRecovers) {
       // no table, and the next open creates an empty one.
       {"create: formatted", {1}},
       {"write: logged", hits},
+      {"grow: bucket added", hits},
+      {"distribute: block written", hits},
+      {"shrink: blocks rebuilt", {1, 2}},
+      {"stash: entry logged", hits},
+      {"stash: copy rewritten", {1, 2}},
       {"checkpoint: journal synced", hits},
       {"checkpoint: written in place", hits},
       {"checkpoint: superblock synced", hits}};
