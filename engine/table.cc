@@ -245,6 +245,7 @@ class Table::Impl {
       MutexLock lock(&mu_);
       RT_RETURN_IF_ERROR(CheckWritable());
       EncodeOps(ops, &log_record_);
+      wal_.NoteDurable(durable_seq_.load(std::memory_order_acquire));
       RT_RETURN_IF_ERROR(Fail(wal_.Append(log_record_)));
       applied_seq_ = seq = wal_.next_seq() - 1;
       logged_seq_.store(seq, std::memory_order_release);
@@ -274,6 +275,7 @@ class Table::Impl {
       s = files_.wal->Sync();
       if (s.ok()) {
         synced_seq_ = target;
+        durable_seq_.store(target, std::memory_order_release);
         return s;
       }
       // After a failed sync nothing unsynced is promised; no retry helps.
@@ -1043,6 +1045,9 @@ class Table::Impl {
   // The last record whose log write completed: what a sync starting now
   // makes durable.
   std::atomic<uint64_t> logged_seq_{0};
+  // The last record a sync of the log covered: the durable mark of the
+  // records appended next (docs/format.md).
+  std::atomic<uint64_t> durable_seq_{0};
   // Group commit (SyncThrough). Lock order: mu_ before sync_mu_; mu_ is
   // never taken while holding sync_mu_.
   Mutex sync_mu_;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/internal/coding.h"
 #include "io/status_macros.h"
 
@@ -17,11 +18,13 @@ namespace {
 // resize it every block.
 constexpr uint64_t kGrowBlocks = 64;
 
-// XXH3-64 of the payload, seeded with XXH3-64 of the header's first 12
-// bytes (length and number), as bucket blocks do.
+constexpr size_t kChecksumAt = 20;
+
+// XXH3-64 of the payload, seeded with XXH3-64 of the header's first 20
+// bytes (length, number, durable mark), as bucket blocks do.
 uint64_t RecordChecksum(const char* header, std::string_view payload) {
   return XXH3_64bits_withSeed(payload.data(), payload.size(),
-                              XXH3_64bits(header, 12));
+                              XXH3_64bits(header, kChecksumAt));
 }
 
 }  // namespace
@@ -37,6 +40,8 @@ absl::Status WalWriter::Start(uint64_t next_seq) {
   tail_block_ = 0;
   tail_fill_ = 0;
   next_seq_ = next_seq;
+  // What went before is covered by the checkpoint that restarted the log.
+  durable_seq_ = next_seq - 1;
   bytes_ = 0;
   unsynced_ = true;
   return absl::OkStatus();
@@ -46,7 +51,8 @@ absl::Status WalWriter::Append(std::string_view payload) {
   char header[kWalHeaderBytes];
   PutFixed32(header, static_cast<uint32_t>(payload.size()));
   PutFixed64(header + 4, next_seq_);
-  PutFixed64(header + 12, RecordChecksum(header, payload));
+  PutFixed64(header + 12, durable_seq_);
+  PutFixed64(header + kChecksumAt, RecordChecksum(header, payload));
   // The record's bytes go into the tail block; each block that fills is
   // kept for the batch, and a fresh tail follows it.
   std::vector<io::AlignedBuffer> full;
@@ -91,6 +97,7 @@ absl::Status WalWriter::Sync() {
   if (!unsynced_) return absl::OkStatus();
   RT_RETURN_IF_ERROR(device_->Sync());
   unsynced_ = false;
+  NoteDurable(next_seq_ - 1);
   return absl::OkStatus();
 }
 
@@ -120,7 +127,7 @@ absl::StatusOr<WalReplay> ReplayWal(
     if (!have) break;
     const uint32_t length = GetFixed32(window.data());
     const uint64_t seq = GetFixed64(window.data() + 4);
-    const uint64_t checksum = GetFixed64(window.data() + 12);
+    const uint64_t checksum = GetFixed64(window.data() + kChecksumAt);
     // A length past the end of the device is a torn or stale record.
     if (consumed + kWalHeaderBytes + length > blocks * bs) break;
     // Within the device, so the window fills.
@@ -137,6 +144,23 @@ absl::StatusOr<WalReplay> ReplayWal(
     consumed += kWalHeaderBytes + length;
     replay.bytes = consumed;
     window.erase(0, kWalHeaderBytes + length);
+  }
+  // The log ends here unless a whole record further on says that the next
+  // record was synced: then a synced record was damaged.
+  RT_RETURN_IF_ERROR(fill(SIZE_MAX).status());
+  const uint64_t expected = replay.last_seq + 1;
+  for (size_t o = 1; o + kWalHeaderBytes <= window.size(); ++o) {
+    const char* header = window.data() + o;
+    const uint64_t seq = GetFixed64(header + 4);
+    if (seq <= expected || GetFixed64(header + 12) < expected) continue;
+    const uint32_t length = GetFixed32(header);
+    if (length > window.size() - o - kWalHeaderBytes) continue;
+    const std::string_view payload(header + kWalHeaderBytes, length);
+    if (RecordChecksum(header, payload) == GetFixed64(header + kChecksumAt)) {
+      return absl::DataLossError(absl::StrCat(
+          "write-ahead log record ", expected, " at byte ", consumed,
+          " is damaged, but record ", seq, " after it says it was synced"));
+    }
   }
   return replay;
 }

@@ -5,7 +5,9 @@
 //
 //   fixed32  payload length L
 //   fixed64  sequence number
-//   fixed64  XXH3-64 of the payload, seeded with XXH3-64 of the 12 bytes
+//   fixed64  durable mark: every record up to this number had been synced
+//            when this one was written
+//   fixed64  XXH3-64 of the payload, seeded with XXH3-64 of the 20 bytes
 //            above
 //   L bytes  payload
 //
@@ -16,11 +18,16 @@
 // numbers are consecutive. A reader stops at the first record that is short,
 // fails its checksum, or does not carry the next number, which is how a torn
 // or stale tail (records of an earlier log left after a restart) ends a log.
+// A power loss can leave a later record whole after a damaged one (both
+// unsynced), but never one whose durable mark covers the damaged record: a
+// reader that finds such a record past where it stopped reports DataLoss,
+// since a synced record was damaged on the medium.
 //
 // Thread-safety: none; the table calls it under its writer lock.
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_WAL_H_
 #define ROUNDTABLE_ENGINE_INTERNAL_WAL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string_view>
@@ -31,7 +38,7 @@
 
 namespace roundtable::internal {
 
-inline constexpr size_t kWalHeaderBytes = 20;
+inline constexpr size_t kWalHeaderBytes = 28;
 
 class WalWriter {
  public:
@@ -50,6 +57,10 @@ class WalWriter {
   // Makes every appended record durable.
   absl::Status Sync();
 
+  // Records up to `seq` are durable (synced by someone else): the durable
+  // mark of later records says so.
+  void NoteDurable(uint64_t seq) { durable_seq_ = std::max(durable_seq_, seq); }
+
   uint64_t next_seq() const { return next_seq_; }
   // Bytes of records in the log.
   uint64_t bytes() const { return bytes_; }
@@ -62,6 +73,7 @@ class WalWriter {
   size_t tail_fill_ = 0;  // bytes of records in tail_
   uint64_t next_seq_ = 0;
   uint64_t bytes_ = 0;
+  uint64_t durable_seq_ = 0;  // the durable mark of the next record
   bool unsynced_ = false;
 };
 
@@ -75,8 +87,10 @@ struct WalReplay {
 // numbered after_seq + 1, after_seq + 2, ... in order. Records numbered
 // after_seq or less at the start are skipped (a log restarted after a
 // checkpoint that covered them). Stops at the end of the device or at the
-// first record that is short, corrupt or out of sequence; that is never an
-// error. An error from fn, or a read error, is returned.
+// first record that is short, corrupt or out of sequence; that is not an
+// error, unless a whole record further on carries a durable mark that covers
+// the record where it stopped: then DataLoss. An error from fn, or a read
+// error, is returned.
 absl::StatusOr<WalReplay> ReplayWal(
     io::BlockDevice& device, uint64_t after_seq,
     const std::function<absl::Status(uint64_t, std::string_view)>& fn);
