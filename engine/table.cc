@@ -160,6 +160,8 @@ class Table::Impl {
       : options_(options),
         path_(std::move(path)),
         sb_(sb),
+        block_size_(sb.block_size),
+        hash_seed_(sb.hash_seed),
         mapping_(std::move(mapping)),
         files_(std::move(files)),
         blocks_(
@@ -174,10 +176,10 @@ class Table::Impl {
         record_count_(sb.record_count),
         data_bytes_(sb.data_bytes) {}
 
-  uint32_t block_size() const { return sb_.block_size; }
+  uint32_t block_size() const { return block_size_; }
 
   uint64_t Hash(std::string_view key) const {
-    return XXH3_64bits_withSeed(key.data(), key.size(), sb_.hash_seed);
+    return XXH3_64bits_withSeed(key.data(), key.size(), hash_seed_);
   }
 
   // Fills the in-RAM stash from its persistent copy.
@@ -1019,6 +1021,9 @@ class Table::Impl {
   const Options options_;
   const std::string path_;
   Superblock sb_ ABSL_GUARDED_BY(mu_);
+  // The layout's fields that never change, read without the lock.
+  const uint32_t block_size_;
+  const uint64_t hash_seed_;
   mapping::RoundMapping mapping_ ABSL_GUARDED_BY(mu_);
   Files files_;
   // The block file and the stash copy as the table sees them: written

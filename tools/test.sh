@@ -5,7 +5,11 @@
 #   tools/test.sh              the default suite (everything not labelled slow)
 #   tools/test.sh --all        also the tests labelled slow
 #   tools/test.sh --sanitize   also a Debug build with ASan+UBSan in
-#                              build-sanitize/, running the same suite
+#                              build-sanitize/, running the same suite; a
+#                              TSan build in build-tsan/ running the tests
+#                              with concurrent threads; and the libFuzzer
+#                              target (clang, build-fuzz/) for
+#                              RT_FUZZ_SECONDS (default 60) seconds
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 all=0
@@ -32,4 +36,30 @@ if [ "$sanitize" -eq 1 ]; then
    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
    ctest "${ctest_args[@]}")
+
+  # ThreadSanitizer on the tests that run threads.
+  "$top/tools/build.sh" build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DRT_TSAN=ON -DRT_BUILD_BENCH=OFF -- --target table_test \
+    table_power_loss_test block_device_contract_test
+  (cd "$top/build-tsan/tests" &&
+   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 &&
+   ./table_test --gtest_filter='*Concurrent*' &&
+   ./table_power_loss_test --gtest_filter='*Concurrent*' &&
+   ./block_device_contract_test)
+
+  # The fuzz target, for a bounded time (docs/testing.md: longer runs).
+  "$top/tools/setup.sh" clang libclang-rt-dev
+  CC=clang CXX=clang++ "$top/tools/build.sh" build-fuzz \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRT_FUZZ=ON -DRT_BUILD_BENCH=OFF \
+    -- --target table_fuzz
+  mkdir -p "$top/build-fuzz/corpus"
+  echo "fuzzing table files for ${RT_FUZZ_SECONDS:-60} s"
+  if ! "$top/build-fuzz/tests/table_fuzz" \
+      -max_total_time="${RT_FUZZ_SECONDS:-60}" -max_len=256 \
+      -print_final_stats=1 "$top/build-fuzz/corpus" \
+      >"$top/build-fuzz/fuzz.log" 2>&1; then
+    tail -n 60 "$top/build-fuzz/fuzz.log"
+    exit 1
+  fi
+  grep -E "^stat::number_of_executed_units|^Done" "$top/build-fuzz/fuzz.log"
 fi

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -14,6 +15,8 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/internal/superblock.h"
@@ -648,6 +651,85 @@ TEST(TableTest, OtherFormatVersionsAreRefused) {
     EXPECT_EQ(FileBytes(dir + "/blocks"), before) << "the table was changed";
     ASSERT_TRUE(DestroyTable(dir).ok());
   }
+}
+
+// Readers (Get, MultiGet, a walk) run while two writers put and delete
+// their own keys, with a cache small enough to evict: every value read is
+// one its writer wrote, and the end state is exact. The TSan build runs it.
+TEST(TableTest, ConcurrentReadersAndWritersAgree) {
+  const std::string dir = TempDir("concurrent");
+  Options o;
+  o.block_size = 1024;
+  o.s0 = 4;
+  o.block_cache_bytes = 16 * 1024;
+  o.checkpoint_bytes = 128 * 1024;
+  auto table = Table::Open(o, dir);
+  ASSERT_TRUE(table.ok()) << table.status();
+  constexpr int kWriters = 2, kKeys = 1500;
+  auto key = [](int t, int i) { return absl::StrCat("w", t, "-", i); };
+  auto value = [](int t, int i) {
+    return std::string(10 + (i * 13 + t) % 90, static_cast<char>('a' + i % 26));
+  };
+  std::atomic<bool> done{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kWriters; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kKeys; ++i) {
+        ASSERT_TRUE((*table)->Put(key(t, i), value(t, i)).ok());
+        if (i % 5 == 4) ASSERT_TRUE((*table)->Delete(key(t, i - 2)).ok());
+      }
+    });
+  }
+  auto check = [&](std::string_view k, std::string_view v) {
+    int t = 0, i = 0;
+    ASSERT_EQ(std::sscanf(std::string(k).c_str(), "w%d-%d", &t, &i), 2) << k;
+    EXPECT_EQ(v, value(t, i)) << k;
+  };
+  threads.emplace_back([&] {
+    std::mt19937_64 rng(1);
+    while (!done) {
+      const std::string k = key(rng() % kWriters, rng() % kKeys);
+      auto v = (*table)->Get(k);
+      if (v.ok()) {
+        check(k, *v);
+      } else {
+        EXPECT_TRUE(absl::IsNotFound(v.status())) << v.status();
+      }
+    }
+  });
+  threads.emplace_back([&] {
+    std::mt19937_64 rng(2);
+    while (!done) {
+      std::vector<std::string> keys;
+      for (int j = 0; j < 8; ++j) keys.push_back(key(rng() % kWriters, rng() % kKeys));
+      std::vector<std::string_view> views(keys.begin(), keys.end());
+      const auto got = (*table)->MultiGet(views);
+      for (size_t j = 0; j < keys.size(); ++j) {
+        if (got[j].ok()) check(keys[j], *got[j]);
+      }
+      for (auto it = (*table)->NewIterator(); it->Valid(); it->Next()) {
+        check(it->key(), it->value());
+      }
+    }
+  });
+  for (int t = 0; t < kWriters; ++t) threads[t].join();
+  done = true;
+  for (size_t t = kWriters; t < threads.size(); ++t) threads[t].join();
+  ASSERT_TRUE((*table)->Check().ok());
+  for (int t = 0; t < kWriters; ++t) {
+    for (int i = 0; i < kKeys; ++i) {
+      auto v = (*table)->Get(key(t, i));
+      const bool deleted = i % 5 == 2;
+      if (deleted) {
+        EXPECT_TRUE(absl::IsNotFound(v.status())) << key(t, i);
+      } else {
+        ASSERT_TRUE(v.ok()) << key(t, i) << v.status();
+        EXPECT_EQ(*v, value(t, i));
+      }
+    }
+  }
+  ASSERT_TRUE((*table)->Close().ok());
+  ASSERT_TRUE(DestroyTable(dir).ok());
 }
 
 }  // namespace

@@ -1,0 +1,178 @@
+// libFuzzer target: opens and reads tables built from mutated files.
+//
+// Once per process, a seed table is made the way a crash leaves one (a
+// stash, a journal, synced writes in the log, 512-byte blocks). Each input
+// is a script of edits to copies of its four files, 8 bytes an edit:
+//
+//   byte 0     bits 0-1: the file (blocks, stash, wal, journal);
+//              bits 2-3: the edit (0: xor a byte, 1: set a byte, 2: zero
+//              the 512-byte sector, 3: cut the file there);
+//              bit 4 of the first edit: open writable (recovery then
+//              checkpoints) rather than read-only
+//   bytes 1-4  offset (little-endian, modulo the file's size)
+//   byte 5     the byte for xor and set
+//
+// The edited files are opened as a table; every key is read, the table
+// walked and checked. Open, Get, the walk and Check may fail, but with a
+// status: a crash, a sanitizer report, or a value that was never written
+// is a finding. docs/testing.md says how to build and run it.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "engine/table.h"
+
+namespace roundtable {
+namespace {
+
+constexpr int kKeys = 200;
+constexpr std::array<const char*, 4> kFiles = {"blocks", "stash", "wal",
+                                               "journal"};
+
+Options FuzzOptions() {
+  Options o;
+  o.block_size = 512;
+  o.s0 = 2;
+  o.block_cache_bytes = 4096;
+  o.checkpoint_bytes = 1 << 20;
+  return o;
+}
+
+std::string Key(int i) { return absl::StrCat("key", i); }
+std::string Value(int i, int round) {
+  return std::string(30 + (i * 7 + round) % 70,
+                     static_cast<char>('a' + (i + round) % 26));
+}
+
+// The seed table's files, and a directory for the inputs' tables.
+struct Seed {
+  std::array<std::string, 4> files;
+  std::string dir;
+};
+
+[[noreturn]] void Die(const char* what, const absl::Status& s) {
+  std::fprintf(stderr, "table_fuzz: %s: %s\n", what, s.ToString().c_str());
+  std::abort();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+Seed MakeSeed() {
+  Seed seed;
+  const std::string base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+  seed.dir = absl::StrCat(base, "/rt_fuzz_", getpid());
+  const std::string origin = seed.dir + "_seed";
+  DestroyTable(origin).IgnoreError();
+  {
+    auto table = Table::Open(FuzzOptions(), origin);
+    if (!table.ok()) Die("create the seed table", table.status());
+    WriteOptions sync;
+    sync.sync = true;
+    for (int i = 0; i < kKeys; ++i) {
+      if (auto s = (*table)->Put(Key(i), Value(i, 0)); !s.ok()) Die("put", s);
+    }
+    if (auto s = (*table)->Checkpoint(); !s.ok()) Die("checkpoint", s);
+    for (int i = 0; i < kKeys; i += 5) {
+      if (auto s = (*table)->Delete(Key(i), sync); !s.ok()) Die("delete", s);
+    }
+    for (int i = 1; i < kKeys; i += 7) {
+      if (auto s = (*table)->Put(Key(i), Value(i, 1), sync); !s.ok()) {
+        Die("put", s);
+      }
+    }
+    // The files as a crash would leave them: copied before the close.
+    for (size_t f = 0; f < kFiles.size(); ++f) {
+      seed.files[f] = ReadFile(absl::StrCat(origin, "/", kFiles[f]));
+    }
+  }
+  DestroyTable(origin).IgnoreError();
+  return seed;
+}
+
+const Seed& TheSeed() {
+  static const Seed* seed = new Seed(MakeSeed());
+  return *seed;
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Any value read must be one the workload wrote for that key.
+void CheckValue(std::string_view key, std::string_view value) {
+  if (key.substr(0, 3) != "key") std::abort();
+  const int i = std::atoi(std::string(key.substr(3)).c_str());
+  if (value != Value(i, 0) && value != Value(i, 1)) {
+    std::fprintf(stderr, "table_fuzz: %s has a value never written\n",
+                 std::string(key).c_str());
+    std::abort();
+  }
+}
+
+}  // namespace
+}  // namespace roundtable
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  roundtable::TheSeed();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace roundtable;
+  const Seed& seed = TheSeed();
+  std::array<std::string, 4> files = seed.files;
+  bool writable = false;
+  for (size_t at = 0; at + 8 <= size; at += 8) {
+    const uint8_t* edit = data + at;
+    std::string& file = files[edit[0] & 3];
+    if (at == 0) writable = edit[0] & 16;
+    if (file.empty()) continue;
+    uint32_t offset;
+    std::memcpy(&offset, edit + 1, 4);
+    offset %= file.size();
+    switch ((edit[0] >> 2) & 3) {
+      case 0: file[offset] ^= static_cast<char>(edit[5]); break;
+      case 1: file[offset] = static_cast<char>(edit[5]); break;
+      case 2: {
+        const size_t sector = offset / 512 * 512;
+        std::memset(file.data() + sector, 0,
+                    std::min<size_t>(512, file.size() - sector));
+        break;
+      }
+      case 3: file.resize(offset); break;
+    }
+  }
+  std::filesystem::create_directories(seed.dir);
+  for (size_t f = 0; f < kFiles.size(); ++f) {
+    WriteFile(absl::StrCat(seed.dir, "/", kFiles[f]), files[f]);
+  }
+  Options o = FuzzOptions();
+  o.create_if_missing = false;
+  o.read_only = !writable;
+  auto table = Table::Open(o, seed.dir);
+  if (!table.ok()) return 0;
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string key = Key(i);
+    auto v = (*table)->Get(key);
+    if (v.ok()) CheckValue(key, *v);
+  }
+  for (auto it = (*table)->NewIterator(); it->Valid(); it->Next()) {
+    CheckValue(it->key(), it->value());
+  }
+  (*table)->Check().IgnoreError();
+  return 0;
+}
