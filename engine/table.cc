@@ -204,7 +204,7 @@ class Table::Impl {
       return absl::OkStatus();
     }
     logical_get_reads_.fetch_add(1, std::memory_order_relaxed);
-    // A cached block is searched where it lies, with no copy.
+    // A cached or held block is searched where it lies, with no copy.
     bool found = false;
     auto find = [&](std::span<const std::byte> bytes) {
       const internal::EncodedBlock block(bytes);
@@ -214,9 +214,14 @@ class Table::Impl {
       }
     };
     if (!cache_.Visit(b, find)) {
-      io::AlignedBuffer buffer(block_size());
-      RT_RETURN_IF_ERROR(LoadFromDevice(b, buffer.span()));
-      find(buffer.span());
+      if (const std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
+        held_hits_.fetch_add(1, std::memory_order_relaxed);
+        find({held, block_size()});
+      } else {
+        io::AlignedBuffer buffer(block_size());
+        RT_RETURN_IF_ERROR(LoadFromDevice(b, buffer.span()));
+        find(buffer.span());
+      }
     }
     if (!found) return absl::NotFoundError("key not found");
     return absl::OkStatus();
@@ -336,6 +341,7 @@ class Table::Impl {
     for (const auto& [b, index] : slot) {
       if (cache_.Lookup(b, buffers[index].span())) continue;
       if (const std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
+        held_hits_.fetch_add(1, std::memory_order_relaxed);
         std::memcpy(buffers[index].data(), held, block_size());
         continue;
       }
@@ -531,6 +537,7 @@ class Table::Impl {
     st.logical.get_reads = logical_get_reads_.load();
     st.logical.stash_copy_writes = stash_log_.block_writes();
     st.cache_hits = cache_.hits();
+    st.held_hits = held_hits_.load(std::memory_order_relaxed);
     st.cache_misses = cache_.misses();
     if (blocks_) {
       st.held_blocks = blocks_->held().size() + stash_device_->held().size();
@@ -789,31 +796,35 @@ class Table::Impl {
     return absl::OkStatus();
   }
 
-  // Bucket b's block into `out`: from the cache, or from the device (then
-  // verified and cached). Cached blocks were verified when read or made
-  // here, so they are not checked again.
+  // Bucket b's block into `out`: from the cache, or held, or from the
+  // device (then verified and cached). Cached blocks were verified when
+  // read, so they are not checked again.
   absl::Status LoadBlock(uint64_t b, std::span<std::byte> out) {
     if (cache_.Lookup(b, out)) return absl::OkStatus();
     return LoadFromDevice(b, out);
   }
 
   // A block held since the last checkpoint was made here and is sealed
-  // only at the checkpoint, so it is copied without a check; one from the
-  // file is verified.
+  // only at the checkpoint, so it is copied without a check (and not
+  // cached: the held copy serves its reads); one from the file is verified
+  // and cached.
   absl::Status LoadFromDevice(uint64_t b, std::span<std::byte> out) {
     if (const std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
+      held_hits_.fetch_add(1, std::memory_order_relaxed);
       std::memcpy(out.data(), held, out.size());
-    } else {
-      RT_RETURN_IF_ERROR(blocks_->Read(b + kHeaderBlocks, out));
-      RT_RETURN_IF_ERROR(internal::VerifyBlock(out, b));
+      return absl::OkStatus();
     }
+    RT_RETURN_IF_ERROR(blocks_->Read(b + kHeaderBlocks, out));
+    RT_RETURN_IF_ERROR(internal::VerifyBlock(out, b));
     cache_.Insert(b, out);
     return absl::OkStatus();
   }
 
-  // An edited block of bucket b: held until the next checkpoint, and cached.
+  // An edited block of bucket b: held until the next checkpoint, which
+  // moves it to the cache. Until then the cache holds no copy of it, so
+  // every block is in memory once.
   absl::Status StoreBlock(uint64_t b, std::span<std::byte> bytes) {
-    cache_.Insert(b, bytes);
+    cache_.Drop(b);
     return blocks_->Write(b + kHeaderBlocks, bytes);
   }
 
@@ -1004,6 +1015,13 @@ class Table::Impl {
     RT_RETURN_IF_ERROR(files_.blocks->Write(next.slot(), superblock.span()));
     RT_RETURN_IF_ERROR(files_.blocks->Sync());
     internal::KillPoint("checkpoint: superblock synced");
+    // The held bucket blocks, now clean, go to the cache.
+    for (const auto& [block, bytes] : blocks_->held()) {
+      if (block >= kHeaderBlocks &&
+          block - kHeaderBlocks < mapping_.num_buckets()) {
+        cache_.Insert(block - kHeaderBlocks, bytes.span());
+      }
+    }
     // Only now may the files shrink: the superblock no longer needs what
     // lies past the new ends.
     for (const Layer& layer : Layers()) {
@@ -1043,6 +1061,7 @@ class Table::Impl {
   LogicalLedger logical_ ABSL_GUARDED_BY(mu_);
   // Gets run under the reader lock, so their count is atomic.
   std::atomic<uint64_t> logical_get_reads_{0};
+  std::atomic<uint64_t> held_hits_{0};
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::string log_record_ ABSL_GUARDED_BY(mu_);    // reused by every write

@@ -108,6 +108,9 @@ struct TableStats {
   double utilization = 0;
   LogicalLedger logical;
   uint64_t cache_hits = 0;    // block reads the cache answered
+  // Block reads answered by a block held since the last checkpoint (held
+  // blocks are kept out of the cache until the checkpoint moves them in).
+  uint64_t held_hits = 0;
   uint64_t cache_misses = 0;  // block reads that went past the cache
   // Blocks of the block file and the stash copy written since the last
   // checkpoint, held in memory until the next.

@@ -14,13 +14,11 @@ DeferredDevice::DeferredDevice(io::BlockDevice* inner)
       size_(inner->num_blocks()),
       zero_from_(inner->num_blocks()) {}
 
-std::byte* DeferredDevice::Held(uint64_t block) {
-  auto it = held_.find(block);
-  return it == held_.end() ? nullptr : it->second.data();
-}
-
 void DeferredDevice::Clear() {
-  for (auto& [block, bytes] : held_) spare_.push_back(std::move(bytes));
+  for (auto& [block, bytes] : held_) {
+    index_[block] = nullptr;
+    spare_.push_back(std::move(bytes));
+  }
   held_.clear();
   zero_from_ = size_;
 }
@@ -74,6 +72,10 @@ absl::Status DeferredDevice::DoWrite(uint64_t block,
     } else if (added) {
       it->second = io::AlignedBuffer(bs, 4096, /*zeroed=*/false);
     }
+    if (added) {
+      if (block + i >= index_.size()) index_.resize(block + i + 1, nullptr);
+      index_[block + i] = it->second.data();
+    }
     std::memcpy(it->second.data(), buffer.data() + i * bs, bs);
   }
   return absl::OkStatus();
@@ -86,6 +88,7 @@ absl::Status DeferredDevice::DoResize(uint64_t num_blocks) {
         ++it;
         continue;
       }
+      index_[it->first] = nullptr;
       spare_.push_back(std::move(it->second));
       held_.erase(it++);
     }

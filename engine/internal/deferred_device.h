@@ -37,8 +37,10 @@ class DeferredDevice final : public io::BlockDevice {
   using HeldMap = absl::flat_hash_map<uint64_t, io::AlignedBuffer>;
   HeldMap& held() { return held_; }
   const HeldMap& held() const { return held_; }
-  // The held bytes of `block`, or null.
-  std::byte* Held(uint64_t block);
+  // The held bytes of `block`, or null: one array load.
+  std::byte* Held(uint64_t block) const {
+    return block < index_.size() ? index_[block] : nullptr;
+  }
   uint64_t held_bytes() const { return held_.size() * block_size(); }
 
   // Forgets the held blocks: call once they and the size reached the inner
@@ -63,6 +65,9 @@ class DeferredDevice final : public io::BlockDevice {
   // a Resize since the last Clear, so the inner device's bytes are stale.
   uint64_t zero_from_;
   HeldMap held_;
+  // Block -> its held bytes (null when not held): Held() without a hash
+  // lookup. 8 bytes per block up to the highest ever held.
+  std::vector<std::byte*> index_;
   // Buffers of blocks no longer held, reused by the next writes: a table
   // that checkpoints every N bytes keeps N bytes of buffers instead of
   // allocating (and faulting in) them again after every checkpoint.

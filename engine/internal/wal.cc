@@ -2,10 +2,8 @@
 
 #include <xxhash.h>
 
-#include <algorithm>
 #include <cstring>
 #include <string>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "engine/internal/coding.h"
@@ -32,11 +30,11 @@ uint64_t RecordChecksum(const char* header, std::string_view payload) {
 WalWriter::WalWriter(io::BlockDevice* device)
     : device_(device),
       block_size_(device->block_size()),
-      tail_(device->block_size()) {}
+      stage_(device->block_size()) {}
 
 absl::Status WalWriter::Start(uint64_t next_seq) {
   RT_RETURN_IF_ERROR(device_->Resize(0));
-  std::memset(tail_.data(), 0, block_size_);
+  std::memset(stage_.data(), 0, stage_.size());
   tail_block_ = 0;
   tail_fill_ = 0;
   next_seq_ = next_seq;
@@ -53,40 +51,34 @@ absl::Status WalWriter::Append(std::string_view payload) {
   PutFixed64(header + 4, next_seq_);
   PutFixed64(header + 12, durable_seq_);
   PutFixed64(header + kChecksumAt, RecordChecksum(header, payload));
-  // The record's bytes go into the tail block; each block that fills is
-  // kept for the batch, and a fresh tail follows it.
-  std::vector<io::AlignedBuffer> full;
-  const uint64_t first_block = tail_block_;
-  auto put = [&](std::string_view bytes) {
-    while (!bytes.empty()) {
-      const size_t n = std::min(bytes.size(), block_size_ - tail_fill_);
-      std::memcpy(tail_.data() + tail_fill_, bytes.data(), n);
-      tail_fill_ += n;
-      bytes.remove_prefix(n);
-      if (tail_fill_ == block_size_) {
-        full.push_back(std::move(tail_));
-        tail_ = io::AlignedBuffer(block_size_);
-        ++tail_block_;
-        tail_fill_ = 0;
-      }
-    }
-  };
-  put(std::string_view(header, kWalHeaderBytes));
-  put(payload);
-  const uint64_t end = tail_block_ + (tail_fill_ > 0 ? 1 : 0);
-  if (end > device_->num_blocks()) {
-    RT_RETURN_IF_ERROR(device_->Resize(end + kGrowBlocks));
+  // The record goes after the tail's bytes in the stage; the blocks it
+  // touches are consecutive, so one write (one system call) takes them all.
+  const size_t end = tail_fill_ + kWalHeaderBytes + payload.size();
+  const size_t blocks = (end + block_size_ - 1) / block_size_;
+  if (blocks * block_size_ > stage_.size()) {
+    io::AlignedBuffer larger(blocks * block_size_);
+    std::memcpy(larger.data(), stage_.data(), tail_fill_);
+    stage_ = std::move(larger);
   }
-  std::vector<io::WriteRequest> writes;
-  for (size_t i = 0; i < full.size(); ++i) {
-    writes.push_back({first_block + i, full[i].span()});
+  std::memcpy(stage_.data() + tail_fill_, header, kWalHeaderBytes);
+  std::memcpy(stage_.data() + tail_fill_ + kWalHeaderBytes, payload.data(),
+              payload.size());
+  if (tail_block_ + blocks > device_->num_blocks()) {
+    RT_RETURN_IF_ERROR(device_->Resize(tail_block_ + blocks + kGrowBlocks));
   }
-  if (tail_fill_ > 0) writes.push_back({tail_block_, tail_.span()});
-  // One block (most records) takes the device's plain write path, cheaper
-  // than a batch submission.
-  RT_RETURN_IF_ERROR(writes.size() == 1
-                         ? device_->Write(writes[0].block, writes[0].buffer)
-                         : device_->WriteBatch(writes));
+  RT_RETURN_IF_ERROR(device_->Write(
+      tail_block_, stage_.span().subspan(0, blocks * block_size_)));
+  // The last block, unless full, is the new tail: moved to the front, with
+  // zeros after its bytes.
+  const size_t full = end / block_size_;
+  if (full > 0) {
+    tail_block_ += full;
+    tail_fill_ = end % block_size_;
+    std::memmove(stage_.data(), stage_.data() + full * block_size_, tail_fill_);
+    std::memset(stage_.data() + tail_fill_, 0, end - tail_fill_);
+  } else {
+    tail_fill_ = end;
+  }
   ++next_seq_;
   bytes_ += kWalHeaderBytes + payload.size();
   unsynced_ = true;

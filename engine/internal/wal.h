@@ -50,7 +50,7 @@ class WalWriter {
   absl::Status Start(uint64_t next_seq);
 
   // Appends a record numbered next_seq() and writes every block it touched
-  // (one batch): when it returns OK the operating system holds the record,
+  // (one write): when it returns OK the operating system holds the record,
   // so it survives a crash of the process; Sync makes it survive power loss.
   absl::Status Append(std::string_view payload);
 
@@ -68,9 +68,11 @@ class WalWriter {
  private:
   io::BlockDevice* device_;
   const uint32_t block_size_;
-  io::AlignedBuffer tail_;  // the block being filled
+  // The block being filled (block tail_block_ of the device), then room for
+  // a record that runs into later blocks; zero after the tail's bytes.
+  io::AlignedBuffer stage_;
   uint64_t tail_block_ = 0;
-  size_t tail_fill_ = 0;  // bytes of records in tail_
+  size_t tail_fill_ = 0;  // bytes of records in the tail block
   uint64_t next_seq_ = 0;
   uint64_t bytes_ = 0;
   uint64_t durable_seq_ = 0;  // the durable mark of the next record
