@@ -951,12 +951,14 @@ class Table::Impl {
              {kStashFileId, files_.stash.get(), stash_device_.get()}}};
   }
 
-  // Starts a checkpoint when the held blocks or the log pass
-  // Options::checkpoint_bytes.
+  // Starts a checkpoint when the log passes Options::checkpoint_bytes, or
+  // the held blocks pass that or the block cache's size, whichever is
+  // larger (Options::checkpoint_bytes says why).
   absl::Status MaybeCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const uint64_t held = blocks_->held_bytes() + stash_device_->held_bytes();
-    if (held < options_.checkpoint_bytes &&
-        wal_.bytes() < options_.checkpoint_bytes) {
+    const uint64_t held_limit =
+        std::max(options_.checkpoint_bytes, options_.block_cache_bytes);
+    if (held < held_limit && wal_.bytes() < options_.checkpoint_bytes) {
       return absl::OkStatus();
     }
     return Fail(CheckpointLocked());

@@ -49,10 +49,17 @@ struct Options {
   // Bytes of the cache of clean blocks. 0: every block read goes to the
   // device (the paper's model).
   uint64_t block_cache_bytes = 8 << 20;
-  // Blocks written since the last checkpoint stay in memory (apart from the
-  // cache) until the next one. A checkpoint starts after a write that takes
-  // them, or the write-ahead log, past this many bytes; and on Checkpoint
-  // and Close.
+  // Blocks written since the last checkpoint stay in memory until the next
+  // one (not in the cache: each block is either cached or held; the
+  // checkpoint moves them into the cache). A checkpoint starts after a write
+  // that takes the write-ahead log past this many bytes, or the held blocks
+  // past this or block_cache_bytes, whichever is larger; and on Checkpoint
+  // and Close. The log bounds recovery's replay; the held blocks may take
+  // as much memory as the cache (or checkpoint_bytes) besides it. A
+  // checkpoint writes every held block twice (journal, then in place), so
+  // random updates spread over a large table cost far less when many land
+  // on each block between checkpoints: a cache large enough for the table
+  // lets the held blocks grow to the whole table.
   uint64_t checkpoint_bytes = 32 << 20;
   io::Backend backend = io::Backend::kAuto;
   bool direct_io = false;
