@@ -655,8 +655,10 @@ class Table::Impl {
   // Brings an existing table to the state of its last acknowledged write:
   // the images of a complete journal newer than the superblock (a
   // checkpoint cut short) over the files, the stash copy, then the log
-  // records after the checkpoint. Unless read-only, a checkpoint then makes
-  // that state the files' own.
+  // records after the checkpoint. Unless read-only, a journal's checkpoint
+  // is then completed; otherwise the replayed writes stay in memory (held
+  // blocks) until the next checkpoint, and the log is cut after its last
+  // whole record and continues from there.
   absl::Status Recover(const std::optional<internal::Journal>& journal)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const auto start = std::chrono::steady_clock::now();
@@ -692,10 +694,17 @@ class Table::Impl {
     recovered_records_ = replay.records;
     applied_seq_ = replay.last_seq;
     logged_seq_.store(applied_seq_, std::memory_order_release);
+    durable_seq_.store(applied_seq_, std::memory_order_release);
     if (!options_.read_only) {
-      // The checkpoint empties the log; without one it is emptied here.
-      if (journal || replay.records > 0) {
+      if (journal) {
+        // The checkpoint cut short is completed first: the next one would
+        // overwrite the journal, and the log may no longer hold the writes
+        // it covers.
         RT_RETURN_IF_ERROR(CheckpointLocked());
+      } else if (replay.records > 0) {
+        // The replayed writes stay held, covered by the log's records: the
+        // log continues after its last whole record.
+        RT_RETURN_IF_ERROR(wal_.Resume(replay.bytes, applied_seq_ + 1));
       } else {
         RT_RETURN_IF_ERROR(wal_.Start(applied_seq_ + 1));
       }

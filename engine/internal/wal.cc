@@ -45,6 +45,29 @@ absl::Status WalWriter::Start(uint64_t next_seq) {
   return absl::OkStatus();
 }
 
+absl::Status WalWriter::Resume(uint64_t end, uint64_t next_seq) {
+  tail_block_ = end / block_size_;
+  tail_fill_ = end % block_size_;
+  std::memset(stage_.data(), 0, stage_.size());
+  const uint64_t blocks = tail_block_ + (tail_fill_ > 0 ? 1 : 0);
+  if (tail_fill_ > 0) {
+    RT_RETURN_IF_ERROR(
+        device_->Read(tail_block_, stage_.span().subspan(0, block_size_)));
+    std::memset(stage_.data() + tail_fill_, 0, block_size_ - tail_fill_);
+  }
+  RT_RETURN_IF_ERROR(device_->Resize(blocks));
+  if (tail_fill_ > 0) {
+    RT_RETURN_IF_ERROR(device_->Write(
+        tail_block_, stage_.span().subspan(0, block_size_)));
+  }
+  RT_RETURN_IF_ERROR(device_->Sync());
+  next_seq_ = next_seq;
+  durable_seq_ = next_seq - 1;
+  bytes_ = end;
+  unsynced_ = false;
+  return absl::OkStatus();
+}
+
 absl::Status WalWriter::Append(std::string_view payload) {
   char header[kWalHeaderBytes];
   PutFixed32(header, static_cast<uint32_t>(payload.size()));

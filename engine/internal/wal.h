@@ -49,6 +49,12 @@ class WalWriter {
   // Empties the log; the next record appended must carry `next_seq`.
   absl::Status Start(uint64_t next_seq);
 
+  // Continues the log after its first `end` bytes, the records a replay
+  // found whole, the last of them numbered next_seq - 1: cuts what follows
+  // (a torn tail, stale records), so that nothing but new records can ever
+  // follow them, and syncs.
+  absl::Status Resume(uint64_t end, uint64_t next_seq);
+
   // Appends a record numbered next_seq() and writes every block it touched
   // (one write): when it returns OK the operating system holds the record,
   // so it survives a crash of the process; Sync makes it survive power loss.

@@ -155,18 +155,21 @@ class Run {
     max_value_ = options_.block_size == 512 ? 100 : 220;
   }
 
-  // The workload with the power cut at mutation `cut_at` (0: never); returns
-  // the mutations made.
-  uint64_t Execute(uint64_t cut_at, Coverage* coverage) {
-    EXPECT_TRUE(DestroyTable(dir_).ok());
+  // The workload with the power cut at mutation `cut_at` (0: never), on a
+  // new table or (`fresh` false) on the one the last Verify recovered;
+  // returns the mutations made.
+  uint64_t Execute(uint64_t cut_at, Coverage* coverage, bool fresh) {
+    if (fresh) {
+      EXPECT_TRUE(DestroyTable(dir_).ok());
+      history_.assign(1, Model());
+    }
     PowerRig rig;
     if (cut_at > 0) rig.Arm(cut_at);
     Options o = options_;
     o.open_file = rig.Opener();
-    history_.assign(1, Model());
     durable_ = 0;
     pending_.reset();
-    std::mt19937_64 rng(seed_ * 7919 + 1);
+    std::mt19937_64 rng(seed_ * 7919 + (fresh ? 1 : 2));
     {
       auto table = Table::Open(o, dir_);
       if (table.ok()) {
@@ -197,10 +200,17 @@ class Run {
     return made;
   }
 
-  // Reopens after the power loss and compares with the history.
-  void Verify(Coverage* coverage) {
-    auto table = Table::Open(options_, dir_);
-    ASSERT_TRUE(table.ok()) << table.status();
+  // Reopens after the power loss and compares with the history. Unless
+  // `last`, the power is then cut again, right after the recovery (which
+  // leaves the recovered writes held and the log continued), and the
+  // recovered state becomes the history's start for the next Execute.
+  void Verify(Coverage* coverage, bool last) {
+    PowerRig rig;
+    Options o = options_;
+    o.open_file = rig.Opener();
+    auto table = Table::Open(o, dir_);
+    ASSERT_TRUE(table.ok()) << (last ? "second recovery: " : "first recovery: ")
+                            << table.status();
     const TableStats st = (*table)->GetStats();
     if (st.recovered_records > 0) ++coverage->replayed;
     if (st.recovered_journal) ++coverage->journal_applied;
@@ -235,9 +245,17 @@ class Run {
                          << durable_ << " to " << history_.size() - 1
                          << " operations matches";
     if (found != history_.back()) ++coverage->lost_unsynced;
+    if (!last) {
+      rig.Cut();
+      table->reset();
+      EXPECT_TRUE(rig.LosePower({}).ok());
+      history_.assign(1, found);
+      return;
+    }
     // The recovered table takes writes again.
     EXPECT_TRUE((*table)->Put("after", "power").ok());
     EXPECT_TRUE((*table)->Close().ok());
+    table->reset();
     EXPECT_TRUE(DestroyTable(dir_).ok());
   }
 
@@ -320,12 +338,15 @@ void RunSeeds(uint64_t first, uint64_t count) {
                               " (rerun with RT_POWER_LOSS_SEED=", seed, ")"));
     Run run(seed);
     // A counting pass, with no cut, measures the run.
-    const uint64_t total = run.Execute(0, nullptr);
+    const uint64_t total = run.Execute(0, nullptr, true);
     ASSERT_GT(total, 0u);
     std::mt19937_64 rng(seed);
-    const uint64_t cut_at = 1 + rng() % total;
-    run.Execute(cut_at, &coverage);
-    run.Verify(&coverage);
+    // A cut, recovery, a cut right after it; more writes on the recovered
+    // table, a cut, recovery.
+    run.Execute(1 + rng() % total, &coverage, true);
+    run.Verify(&coverage, false);
+    run.Execute(1 + rng() % total, &coverage, false);
+    run.Verify(&coverage, true);
     ++coverage.runs;
     if (::testing::Test::HasFailure()) return;
   }
