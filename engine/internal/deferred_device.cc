@@ -1,5 +1,7 @@
 #include "engine/internal/deferred_device.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -14,10 +16,25 @@ DeferredDevice::DeferredDevice(io::BlockDevice* inner)
       size_(inner->num_blocks()),
       zero_from_(inner->num_blocks()) {}
 
+std::byte* DeferredDevice::Allocate() {
+  if (free_.empty()) {
+    constexpr size_t kChunk = size_t{2} << 20;
+    const size_t bs = std::min<size_t>(block_size(), kChunk);
+    chunks_.emplace_back(std::max(kChunk, bs), kChunk, /*zeroed=*/false);
+    madvise(chunks_.back().data(), chunks_.back().size(), MADV_HUGEPAGE);
+    for (size_t at = chunks_.back().size(); at >= bs; at -= bs) {
+      free_.push_back(chunks_.back().data() + at - bs);
+    }
+  }
+  std::byte* slot = free_.back();
+  free_.pop_back();
+  return slot;
+}
+
 void DeferredDevice::Clear() {
   for (auto& [block, bytes] : held_) {
     index_[block] = nullptr;
-    spare_.push_back(std::move(bytes));
+    free_.push_back(bytes.data);
   }
   held_.clear();
   zero_from_ = size_;
@@ -28,8 +45,8 @@ absl::Status DeferredDevice::DoRead(uint64_t block,
   const uint32_t bs = block_size();
   for (size_t i = 0; i < buffer.size() / bs; ++i) {
     const std::span<std::byte> out = buffer.subspan(i * bs, bs);
-    if (auto it = held_.find(block + i); it != held_.end()) {
-      std::memcpy(out.data(), it->second.data(), bs);
+    if (const std::byte* held = Held(block + i)) {
+      std::memcpy(out.data(), held, bs);
     } else if (block + i >= zero_from_ || block + i >= inner_->num_blocks()) {
       std::memset(out.data(), 0, bs);
     } else {
@@ -42,7 +59,7 @@ absl::Status DeferredDevice::DoRead(uint64_t block,
 bool DeferredDevice::AllInner(uint64_t block, uint64_t n) const {
   if (block + n > zero_from_ || block + n > inner_->num_blocks()) return false;
   for (uint64_t b = block; b < block + n; ++b) {
-    if (held_.contains(b)) return false;
+    if (Held(b) != nullptr) return false;
   }
   return true;
 }
@@ -65,18 +82,14 @@ absl::Status DeferredDevice::DoWrite(uint64_t block,
                                      std::span<const std::byte> buffer) {
   const uint32_t bs = block_size();
   for (size_t i = 0; i < buffer.size() / bs; ++i) {
-    auto [it, added] = held_.try_emplace(block + i);
-    if (added && !spare_.empty()) {
-      it->second = std::move(spare_.back());
-      spare_.pop_back();
-    } else if (added) {
-      it->second = io::AlignedBuffer(bs, 4096, /*zeroed=*/false);
-    }
-    if (added) {
+    std::byte* slot = Held(block + i);
+    if (slot == nullptr) {
+      slot = Allocate();
+      held_.emplace(block + i, HeldBlock{slot, bs});
       if (block + i >= index_.size()) index_.resize(block + i + 1, nullptr);
-      index_[block + i] = it->second.data();
+      index_[block + i] = slot;
     }
-    std::memcpy(it->second.data(), buffer.data() + i * bs, bs);
+    std::memcpy(slot, buffer.data() + i * bs, bs);
   }
   return absl::OkStatus();
 }
@@ -89,7 +102,7 @@ absl::Status DeferredDevice::DoResize(uint64_t num_blocks) {
         continue;
       }
       index_[it->first] = nullptr;
-      spare_.push_back(std::move(it->second));
+      free_.push_back(it->second.data);
       held_.erase(it++);
     }
   }

@@ -34,7 +34,12 @@ class DeferredDevice final : public io::BlockDevice {
   // The held blocks, by block number (all below num_blocks()), in no
   // particular order. The owner may change their bytes in place (the table
   // seals bucket blocks at a checkpoint).
-  using HeldMap = absl::flat_hash_map<uint64_t, io::AlignedBuffer>;
+  struct HeldBlock {
+    std::byte* data;
+    size_t size;
+    std::span<std::byte> span() const { return {data, size}; }
+  };
+  using HeldMap = absl::flat_hash_map<uint64_t, HeldBlock>;
   HeldMap& held() { return held_; }
   const HeldMap& held() const { return held_; }
   // The held bytes of `block`, or null: one array load.
@@ -68,10 +73,17 @@ class DeferredDevice final : public io::BlockDevice {
   // Block -> its held bytes (null when not held): Held() without a hash
   // lookup. 8 bytes per block up to the highest ever held.
   std::vector<std::byte*> index_;
-  // Buffers of blocks no longer held, reused by the next writes: a table
-  // that checkpoints every N bytes keeps N bytes of buffers instead of
+  // A free block-sized slot of the chunks (a new chunk when none is free).
+  std::byte* Allocate();
+
+  // Held blocks live in 2 MiB chunks on transparent huge pages, as the
+  // block cache's arena does: reads of held blocks spread over a large
+  // table would otherwise miss the TLB far more often than cached ones.
+  // Slots of blocks no longer held are reused by the next writes, so a
+  // table that checkpoints every N bytes keeps N bytes of chunks instead of
   // allocating (and faulting in) them again after every checkpoint.
-  std::vector<io::AlignedBuffer> spare_;
+  std::vector<io::AlignedBuffer> chunks_;
+  std::vector<std::byte*> free_;
 };
 
 }  // namespace roundtable::internal
