@@ -63,6 +63,8 @@ class DeferredDevice final : public io::BlockDevice {
   // Nothing to do: durability comes from the owner's checkpoint.
   absl::Status DoSync() override { return absl::OkStatus(); }
   absl::Status DoResize(uint64_t num_blocks) override;
+  // A free block-sized slot of the chunks (a new chunk when none is free).
+  std::byte* Allocate();
 
   io::BlockDevice* const inner_;
   uint64_t size_;
@@ -73,9 +75,6 @@ class DeferredDevice final : public io::BlockDevice {
   // Block -> its held bytes (null when not held): Held() without a hash
   // lookup. 8 bytes per block up to the highest ever held.
   std::vector<std::byte*> index_;
-  // A free block-sized slot of the chunks (a new chunk when none is free).
-  std::byte* Allocate();
-
   // Held blocks live in 2 MiB chunks on transparent huge pages, as the
   // block cache's arena does: reads of held blocks spread over a large
   // table would otherwise miss the TLB far more often than cached ones.
