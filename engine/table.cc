@@ -214,8 +214,7 @@ class Table::Impl {
       }
     };
     if (!cache_.Visit(b, find)) {
-      if (const std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
-        held_hits_.fetch_add(1, std::memory_order_relaxed);
+      if (const std::byte* held = FindHeld(b)) {
         find({held, block_size()});
       } else {
         io::AlignedBuffer buffer(block_size());
@@ -274,14 +273,15 @@ class Table::Impl {
     {
       MutexLock lock(&sync_mu_);
       if (!sync_error_.ok()) return sync_error_;
-      if (synced_seq_ >= seq) return absl::OkStatus();
+      if (durable_seq_.load(std::memory_order_relaxed) >= seq) {
+        return absl::OkStatus();
+      }
       if (closed_for_sync_) {
         return absl::FailedPreconditionError("table is closed");
       }
       const uint64_t target = logged_seq_.load(std::memory_order_acquire);
       s = files_.wal->Sync();
       if (s.ok()) {
-        synced_seq_ = target;
         durable_seq_.store(target, std::memory_order_release);
         return s;
       }
@@ -340,8 +340,7 @@ class Table::Impl {
     std::vector<uint64_t> missed;
     for (const auto& [b, index] : slot) {
       if (cache_.Lookup(b, buffers[index].span())) continue;
-      if (const std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
-        held_hits_.fetch_add(1, std::memory_order_relaxed);
+      if (const std::byte* held = FindHeld(b)) {
         std::memcpy(buffers[index].data(), held, block_size());
         continue;
       }
@@ -510,7 +509,7 @@ class Table::Impl {
       // table closed.
       MutexLock sync_lock(&sync_mu_);
       if (s.ok() && !options_.read_only && error_.ok()) {
-        synced_seq_ = applied_seq_;
+        durable_seq_.store(applied_seq_, std::memory_order_release);
       }
       closed_for_sync_ = true;
     }
@@ -805,6 +804,14 @@ class Table::Impl {
     return absl::OkStatus();
   }
 
+  // Bucket b's block if it is held since the last checkpoint (a read it
+  // answers counts in held_hits), else null.
+  const std::byte* FindHeld(uint64_t b) {
+    const std::byte* held = blocks_->Held(b + kHeaderBlocks);
+    if (held != nullptr) held_hits_.fetch_add(1, std::memory_order_relaxed);
+    return held;
+  }
+
   // Bucket b's block into `out`: from the cache, or held, or from the
   // device (then verified and cached). Cached blocks were verified when
   // read, so they are not checked again.
@@ -818,8 +825,7 @@ class Table::Impl {
   // cached: the held copy serves its reads); one from the file is verified
   // and cached.
   absl::Status LoadFromDevice(uint64_t b, std::span<std::byte> out) {
-    if (const std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
-      held_hits_.fetch_add(1, std::memory_order_relaxed);
+    if (const std::byte* held = FindHeld(b)) {
       std::memcpy(out.data(), held, out.size());
       return absl::OkStatus();
     }
@@ -1080,13 +1086,14 @@ class Table::Impl {
   // The last record whose log write completed: what a sync starting now
   // makes durable.
   std::atomic<uint64_t> logged_seq_{0};
-  // The last record a sync of the log covered: the durable mark of the
-  // records appended next (docs/format.md).
+  // The last record a sync of the log covered (or a recovery found, or
+  // Close checkpointed): what group commit compares with, and the durable
+  // mark of the records appended next (docs/format.md). Written under
+  // sync_mu_, or before the table is shared.
   std::atomic<uint64_t> durable_seq_{0};
   // Group commit (SyncThrough). Lock order: mu_ before sync_mu_; mu_ is
   // never taken while holding sync_mu_.
   Mutex sync_mu_;
-  uint64_t synced_seq_ ABSL_GUARDED_BY(sync_mu_) = 0;
   absl::Status sync_error_ ABSL_GUARDED_BY(sync_mu_);
   // Set by Close, which releases the log.
   bool closed_for_sync_ ABSL_GUARDED_BY(sync_mu_) = false;
