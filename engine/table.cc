@@ -125,10 +125,6 @@ absl::Status CheckOptions(const Options& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("epsilon = ", o.epsilon, " is outside (0, 0.5]"));
   }
-  if (o.backend == io::Backend::kMemory) {
-    return absl::InvalidArgumentError(
-        "a table needs files: use the auto, uring or posix backend");
-  }
   return absl::OkStatus();
 }
 
@@ -161,6 +157,8 @@ class Table::Impl {
         path_(std::move(path)),
         sb_(sb),
         block_size_(sb.block_size),
+        block_records_(sb.block_records),
+        in_memory_(options.backend == io::Backend::kMemory),
         hash_seed_(sb.hash_seed),
         mapping_(std::move(mapping)),
         files_(std::move(files)),
@@ -177,6 +175,11 @@ class Table::Impl {
         data_bytes_(sb.data_bytes) {}
 
   uint32_t block_size() const { return block_size_; }
+
+  // A block to edit, with the table's record limit.
+  internal::EncodedBlock Editable(std::span<std::byte> bytes) const {
+    return internal::EncodedBlock(bytes, block_records_);
+  }
 
   uint64_t Hash(std::string_view key) const {
     return XXH3_64bits_withSeed(key.data(), key.size(), hash_seed_);
@@ -246,21 +249,25 @@ class Table::Impl {
     for (const Op& op : ops) {
       if (op.put) RT_RETURN_IF_ERROR(CheckRecord(op.key, op.value));
     }
-    uint64_t seq;
+    uint64_t seq = 0;
     {
       MutexLock lock(&mu_);
       RT_RETURN_IF_ERROR(CheckWritable());
-      EncodeOps(ops, &log_record_);
-      wal_.NoteDurable(durable_seq_.load(std::memory_order_acquire));
-      RT_RETURN_IF_ERROR(Fail(wal_.Append(log_record_)));
-      applied_seq_ = seq = wal_.next_seq() - 1;
-      logged_seq_.store(seq, std::memory_order_release);
-      internal::KillPoint("write: logged");
+      // An in-memory table keeps no log: nothing of it outlives the
+      // process.
+      if (!in_memory_) {
+        EncodeOps(ops, &log_record_);
+        wal_.NoteDurable(durable_seq_.load(std::memory_order_acquire));
+        RT_RETURN_IF_ERROR(Fail(wal_.Append(log_record_)));
+        applied_seq_ = seq = wal_.next_seq() - 1;
+        logged_seq_.store(seq, std::memory_order_release);
+        internal::KillPoint("write: logged");
+      }
       RT_RETURN_IF_ERROR(Apply(ops));
       RT_RETURN_IF_ERROR(MaybeCheckpoint());
       RT_RETURN_IF_ERROR(Paranoid());
     }
-    return w.sync ? SyncThrough(seq) : absl::OkStatus();
+    return w.sync && !in_memory_ ? SyncThrough(seq) : absl::OkStatus();
   }
 
   // Makes log records up to `seq` durable. Group commit: one syncing writer
@@ -393,7 +400,7 @@ class Table::Impl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const size_t size = internal::EncodedSize(key, value);
     bool grown = false;
-    internal::EncodedBlock block(work_.span());
+    internal::EncodedBlock block = Editable(work_.span());
     const uint64_t h = Hash(key);
     while (true) {
       const uint64_t b = mapping_.FindBucket(h);
@@ -413,8 +420,9 @@ class Table::Impl {
       // As the paper does, make room first if the data would pass
       // (1 - epsilon) of the blocks' capacity: at most one new bucket per
       // Put, after which the key's bucket is found again.
-      if (!grown &&
-          NeededBuckets(data_bytes_ - old + size) > mapping_.num_buckets()) {
+      if (!grown && NeededBuckets(data_bytes_ - old + size,
+                                  record_count_ + (old == 0 ? 1 : 0)) >
+                        mapping_.num_buckets()) {
         RT_RETURN_IF_ERROR(Fail(Grow()));
         grown = true;
         continue;
@@ -428,7 +436,7 @@ class Table::Impl {
         // stash list exists only where its block has no room for it.
         RT_RETURN_IF_ERROR(LoadBlock(b, work_.span()));
         ++logical_.put_reads;
-        if (block.room() < size) return absl::OkStatus();
+        if (!block.Fits(size)) return absl::OkStatus();
         RT_RETURN_IF_ERROR(Fail(RefillFromStash(block, b)));
         ++logical_.put_writes;
         return Fail(StoreBlock(b, work_.span()));
@@ -458,7 +466,7 @@ class Table::Impl {
     }
     RT_RETURN_IF_ERROR(LoadBlock(b, work_.span()));
     ++logical_.delete_reads;
-    internal::EncodedBlock block(work_.span());
+    internal::EncodedBlock block = Editable(work_.span());
     const auto found = block.Find(key, internal::TagOf(h));
     if (!found) return absl::OkStatus();
     data_bytes_ -= found->size;
@@ -473,7 +481,8 @@ class Table::Impl {
   // hysteresis, so that a grow is never undone by the next delete.
   absl::Status MaybeShrink() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     while (mapping_.num_buckets() > sb_.s0 &&
-           NeededBuckets(data_bytes_) + 1 < mapping_.num_buckets()) {
+           NeededBuckets(data_bytes_, record_count_) + 1 <
+               mapping_.num_buckets()) {
       RT_RETURN_IF_ERROR(Shrink());
     }
     return absl::OkStatus();
@@ -528,10 +537,17 @@ class Table::Impl {
     st.stash_bytes = stash_.bytes();
     st.data_bytes = data_bytes_;
     st.block_size = sb_.block_size;
+    st.block_records = sb_.block_records;
     st.s0 = sb_.s0;
     st.epsilon = sb_.epsilon;
     st.utilization = static_cast<double>(data_bytes_) /
                      (static_cast<double>(payload_) * mapping_.num_buckets());
+    if (block_records_ != 0) {
+      st.utilization = std::max(
+          st.utilization, static_cast<double>(record_count_) /
+                              (static_cast<double>(block_records_) *
+                               mapping_.num_buckets()));
+    }
     st.logical = logical_;
     st.logical.get_reads = logical_get_reads_.load();
     st.logical.stash_copy_writes = stash_log_.block_writes();
@@ -585,7 +601,7 @@ class Table::Impl {
     io::AlignedBuffer buffer(block_size());
     for (uint64_t b = 0; b < m; ++b) {
       RT_RETURN_IF_ERROR(LoadBlock(b, buffer.span()));
-      const internal::EncodedBlock block(buffer.span());
+      const internal::EncodedBlock block = Editable(buffer.span());
       absl::Status s;
       block.ForEachTagged(
           [&](std::string_view k, std::string_view v, uint16_t tag) {
@@ -604,7 +620,7 @@ class Table::Impl {
         RT_RETURN_IF_ERROR(note(r, b, "stash"));
         ++stash_records;
         stash_bytes += internal::EncodedSize(r.key, r.value);
-        if (internal::EncodedSize(r.key, r.value) <= block.room()) {
+        if (block.Fits(internal::EncodedSize(r.key, r.value))) {
           return fault("bucket ", b,
                        " keeps a record in the stash that its block has "
                        "room for");
@@ -631,10 +647,11 @@ class Table::Impl {
                    " bytes; the table says ", record_count_, " and ",
                    data_bytes_);
     }
-    const uint64_t needed = std::max<uint64_t>(NeededBuckets(bytes), sb_.s0);
-    if (m < std::max<uint64_t>(NeededBuckets(bytes), 1) || m > needed + 1) {
-      return fault(m, " buckets for ", bytes, " bytes (", needed,
-                   " needed at 1 - epsilon)");
+    const uint64_t least = NeededBuckets(bytes, records);
+    const uint64_t needed = std::max<uint64_t>(least, sb_.s0);
+    if (m < std::max<uint64_t>(least, 1) || m > needed + 1) {
+      return fault(m, " buckets for ", records, " records of ", bytes,
+                   " bytes (", needed, " needed at 1 - epsilon)");
     }
     return absl::OkStatus();
   }
@@ -738,12 +755,16 @@ class Table::Impl {
     return s;
   }
 
-  // Blocks needed to hold `bytes` at (1 - epsilon) of their record space.
-  uint64_t NeededBuckets(uint64_t bytes) const {
-    const double per_block =
-        (1.0 - sb_.epsilon) * static_cast<double>(payload_);
-    return static_cast<uint64_t>(
-        std::ceil(static_cast<double>(bytes) / per_block));
+  // Blocks needed to hold `records` records of `bytes` bytes at
+  // (1 - epsilon) of their record space and of their record limit.
+  uint64_t NeededBuckets(uint64_t bytes, uint64_t records) const {
+    auto needed = [&](uint64_t amount, double per_block) {
+      return static_cast<uint64_t>(std::ceil(
+          static_cast<double>(amount) / ((1.0 - sb_.epsilon) * per_block)));
+    };
+    const uint64_t by_bytes = needed(bytes, static_cast<double>(payload_));
+    if (block_records_ == 0) return by_bytes;
+    return std::max(by_bytes, needed(records, block_records_));
   }
 
   absl::Status AddToStash(uint64_t b, uint64_t h, Record record)
@@ -857,7 +878,7 @@ class Table::Impl {
     blocks.reserve(rebuilt.size());
     for (size_t i = 0; i < rebuilt.size(); ++i) {
       out.emplace_back(block_size());
-      blocks.emplace_back(out.back().span());
+      blocks.push_back(Editable(out.back().span()));
       blocks.back().Init(rebuilt[i]);
       slot[rebuilt[i]] = i;
     }
@@ -1058,6 +1079,8 @@ class Table::Impl {
   Superblock sb_ ABSL_GUARDED_BY(mu_);
   // The layout's fields that never change, read without the lock.
   const uint32_t block_size_;
+  const uint32_t block_records_;
+  const bool in_memory_;  // Options::backend is kMemory: no log
   const uint64_t hash_seed_;
   mapping::RoundMapping mapping_ ABSL_GUARDED_BY(mu_);
   Files files_;
@@ -1266,6 +1289,7 @@ absl::StatusOr<Options> Table::ReadLayout(const std::string& path) {
   RT_RETURN_IF_ERROR(CheckFormatVersion(path, sb));
   Options o;
   o.block_size = sb.block_size;
+  o.block_records = sb.block_records;
   o.s0 = sb.s0;
   o.epsilon = sb.epsilon;
   o.hash_seed = sb.hash_seed;
@@ -1275,9 +1299,11 @@ absl::StatusOr<Options> Table::ReadLayout(const std::string& path) {
 absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
                                                    const std::string& path) {
   RT_RETURN_IF_ERROR(CheckOptions(options));
+  // An in-memory table has no directory: it is always new.
+  const bool in_memory = options.backend == io::Backend::kMemory;
   struct stat st;
   bool exists = false;
-  if (stat(path.c_str(), &st) == 0) {
+  if (!in_memory && stat(path.c_str(), &st) == 0) {
     if (!S_ISDIR(st.st_mode)) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, " exists and is not a directory"));
@@ -1290,7 +1316,8 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
   if (!exists && (!options.create_if_missing || options.read_only)) {
     return absl::NotFoundError(absl::StrCat("no table at ", path));
   }
-  if (!exists && mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+  if (!in_memory && !exists && mkdir(path.c_str(), 0755) != 0 &&
+      errno != EEXIST) {
     return absl::Status(absl::ErrnoToStatusCode(errno),
                         absl::StrCat("mkdir ", path, ": ", strerror(errno)));
   }
@@ -1312,6 +1339,10 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
     if (sb.block_size != options.block_size) {
       return mismatch("block_size", sb.block_size, options.block_size);
     }
+    if (sb.block_records != options.block_records) {
+      return mismatch("block_records", sb.block_records,
+                      options.block_records);
+    }
     if (sb.s0 != options.s0) return mismatch("s0", sb.s0, options.s0);
     if (sb.epsilon != options.epsilon) {
       return mismatch("epsilon", sb.epsilon, options.epsilon);
@@ -1321,6 +1352,7 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
     }
   } else {
     sb.block_size = options.block_size;
+    sb.block_records = options.block_records;
     sb.s0 = options.s0;
     sb.epsilon = options.epsilon;
     sb.hash_seed = options.hash_seed;
@@ -1380,7 +1412,7 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
     } else {
       RT_RETURN_IF_ERROR(impl->Format());
       internal::KillPoint("create: formatted");
-      RT_RETURN_IF_ERROR(PublishNewTable(path));
+      if (!in_memory) RT_RETURN_IF_ERROR(PublishNewTable(path));
     }
   }
   return std::unique_ptr<Table>(new Table(std::move(impl)));

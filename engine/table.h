@@ -44,6 +44,12 @@ struct Options {
   uint64_t s0 = 32;            // round-mapping slack; also the fewest buckets
   double epsilon = 0.1;        // free fraction kept in the blocks, (0, 0.5]
   uint64_t hash_seed = 0x726f756e64746162;  // XXH3 seed of the keys
+  // The most records a block holds; 0: as many as its bytes take. With a
+  // limit the table also keeps the record count within (1 - epsilon) of
+  // m * block_records, so a table of equal-sized records that fit the
+  // bytes runs in the paper's model of blocks of exactly B keys (what
+  // `roundtable experiment stash` measures).
+  uint32_t block_records = 0;
 
   // Not part of the layout.
   // Bytes of the cache of clean blocks. 0: every block read goes to the
@@ -61,6 +67,9 @@ struct Options {
   // on each block between checkpoints: a cache large enough for the table
   // lets the held blocks grow to the whole table.
   uint64_t checkpoint_bytes = 32 << 20;
+  // kMemory: the table lives in memory only, with no files or directory
+  // (the path is only a name) and no write-ahead log; Open always creates
+  // it, and it is gone when closed. For experiments and tests.
   io::Backend backend = io::Backend::kAuto;
   bool direct_io = false;
   bool create_if_missing = true;
@@ -109,9 +118,11 @@ struct TableStats {
   uint64_t stash_bytes = 0;
   uint64_t data_bytes = 0;  // encoded bytes of all records
   uint32_t block_size = 0;
+  uint32_t block_records = 0;
   uint64_t s0 = 0;
   double epsilon = 0;
-  // data_bytes over the record bytes the m blocks can hold.
+  // data_bytes over the record bytes the m blocks can hold; with a record
+  // limit, the larger of that and records over m * block_records.
   double utilization = 0;
   LogicalLedger logical;
   uint64_t cache_hits = 0;    // block reads the cache answered
@@ -197,9 +208,9 @@ class Table {
   static absl::StatusOr<std::unique_ptr<Table>> Open(const Options& options,
                                                      const std::string& path);
 
-  // The layout stored in the table at `path` (block size, s0, epsilon, hash
-  // seed), with the other fields at their defaults: what a tool that did not
-  // create the table passes to Open. NotFound when there is no table;
+  // The layout stored in the table at `path` (block size, record limit, s0,
+  // epsilon, hash seed), with the other fields at their defaults: what a
+  // tool that did not create the table passes to Open. NotFound when there is no table;
   // DataLoss or FailedPrecondition as Open.
   static absl::StatusOr<Options> ReadLayout(const std::string& path);
 

@@ -137,7 +137,7 @@ void EncodedBlock::Remove(const Found& found) {
 
 bool EncodedBlock::Append(std::string_view key, std::string_view value,
                           uint16_t tag) {
-  if (EncodedSize(key, value) > room()) return false;
+  if (!Fits(EncodedSize(key, value))) return false;
   const size_t size = RecordBytes(key, value);
   const uint32_t n = count();
   const size_t offset = bytes_.size() - record_bytes() - size;

@@ -58,8 +58,10 @@ inline size_t EncodedSize(std::string_view key, std::string_view value);
 class EncodedBlock {
  public:
   // Borrows `bytes` (one whole block), which must outlive this object and
-  // hold a verified block or be passed to Init.
-  explicit EncodedBlock(std::span<std::byte> bytes) : bytes_(bytes) {}
+  // hold a verified block or be passed to Init. `max_records`, when not 0,
+  // is the most records the block takes (Options::block_records).
+  explicit EncodedBlock(std::span<std::byte> bytes, uint32_t max_records = 0)
+      : bytes_(bytes), max_records_(max_records) {}
   // A read-only view: only the const methods may be called.
   explicit EncodedBlock(std::span<const std::byte> bytes)
       : bytes_(const_cast<std::byte*>(bytes.data()), bytes.size()) {}
@@ -71,6 +73,11 @@ class EncodedBlock {
   uint32_t count() const;
   size_t used() const;  // bytes of records and their slots (EncodedSize)
   size_t room() const;  // bytes still free, for records and their slots
+  // Whether a record of EncodedSize `size` fits: room for its bytes, and
+  // fewer records than max_records.
+  bool Fits(size_t size) const {
+    return size <= room() && (max_records_ == 0 || count() < max_records_);
+  }
 
   struct Found {
     uint32_t slot;  // index in the directory
@@ -103,6 +110,7 @@ class EncodedBlock {
   // Bytes of records alone, without their slots.
   size_t record_bytes() const;
   std::span<std::byte> bytes_;
+  uint32_t max_records_ = 0;
 };
 
 // DataLoss, naming the bucket, unless `in` is a valid block of `bucket`

@@ -11,7 +11,8 @@ namespace roundtable::internal {
 namespace {
 
 // Field offsets; the checksum covers bytes [0, kChecksumAt).
-constexpr size_t kMagicAt = 0, kVersionAt = 4, kBlockSizeAt = 8, kS0At = 16,
+constexpr size_t kMagicAt = 0, kVersionAt = 4, kBlockSizeAt = 8,
+                 kBlockRecordsAt = 12, kS0At = 16,
                  kEpsilonAt = 24, kSeedAt = 32, kBucketsAt = 40,
                  kRecordsAt = 48, kDataBytesAt = 56, kStashEpochAt = 64,
                  kStashBlocksAt = 72, kSequenceAt = 80, kWalSeqAt = 88,
@@ -25,6 +26,7 @@ void EncodeSuperblock(const Superblock& sb, std::span<std::byte> out) {
   PutFixed32(p + kMagicAt, kSuperblockMagic);
   PutFixed32(p + kVersionAt, sb.format_version);
   PutFixed32(p + kBlockSizeAt, sb.block_size);
+  PutFixed32(p + kBlockRecordsAt, sb.block_records);
   PutFixed64(p + kS0At, sb.s0);
   PutFixed64(p + kEpsilonAt, std::bit_cast<uint64_t>(sb.epsilon));
   PutFixed64(p + kSeedAt, sb.hash_seed);
@@ -49,6 +51,7 @@ absl::StatusOr<Superblock> DecodeSuperblock(std::span<const std::byte> in) {
   Superblock sb;
   sb.format_version = GetFixed32(p + kVersionAt);
   sb.block_size = GetFixed32(p + kBlockSizeAt);
+  sb.block_records = GetFixed32(p + kBlockRecordsAt);
   sb.s0 = GetFixed64(p + kS0At);
   sb.epsilon = std::bit_cast<double>(GetFixed64(p + kEpsilonAt));
   sb.hash_seed = GetFixed64(p + kSeedAt);

@@ -15,13 +15,14 @@
 namespace roundtable::internal {
 
 inline constexpr uint32_t kSuperblockMagic = 0x42535452;  // "RTSB"
-inline constexpr uint32_t kFormatVersion = 4;
+inline constexpr uint32_t kFormatVersion = 5;
 // Superblocks occupy blocks 0 and 1; bucket b is block b + kHeaderBlocks.
 inline constexpr uint64_t kHeaderBlocks = 2;
 
 struct Superblock {
   uint32_t format_version = kFormatVersion;
   uint32_t block_size = 0;
+  uint32_t block_records = 0;  // most records per block; 0: no limit
   uint64_t s0 = 0;
   double epsilon = 0;
   uint64_t hash_seed = 0;

@@ -53,13 +53,15 @@ struct Shape {
   double epsilon;
   io::Backend backend;
   uint64_t cache_blocks;  // block cache size in blocks (0: none)
+  uint32_t block_records = 0;  // Options::block_records
 };
 
 std::string Describe(const Shape& s) {
   return "bs" + std::to_string(s.block_size) + "_s0_" + std::to_string(s.s0) +
          "_eps" + std::to_string(static_cast<int>(s.epsilon * 1000)) +
          (s.backend == io::Backend::kUring ? "_uring" : "_posix") + "_cache" +
-         std::to_string(s.cache_blocks);
+         std::to_string(s.cache_blocks) +
+         (s.block_records ? "_records" + std::to_string(s.block_records) : "");
 }
 
 std::string ShapeName(const testing::TestParamInfo<Shape>& info) {
@@ -77,6 +79,7 @@ class TableModelTest : public testing::TestWithParam<Shape> {
     o.epsilon = GetParam().epsilon;
     o.backend = GetParam().backend;
     o.block_cache_bytes = GetParam().cache_blocks * GetParam().block_size;
+    o.block_records = GetParam().block_records;
     return o;
   }
   void SetUp() override {
@@ -252,6 +255,10 @@ std::vector<Shape> Shapes() {
       {1024, 8, 0.125, io::Backend::kPosix, 64},
       {4096, 4, 0.5, io::Backend::kUring, 16},
       {16384, 2, 0.1, io::Backend::kPosix, 0},
+      // A record limit: small records are held by their count, large ones
+      // by their bytes.
+      {512, 2, 0.2, io::Backend::kPosix, 7, 5},
+      {4096, 8, 0.125, io::Backend::kPosix, 0, 24},
   };
 }
 
@@ -378,6 +385,98 @@ TEST(TableTest, LoadedTableIsWellUtilisedWithTheStashThePoissonModelGives) {
   EXPECT_LT(measured, 2 * predicted) << measured << " vs " << predicted;
   EXPECT_GT(measured, predicted / 2) << measured << " vs " << predicted;
   ASSERT_TRUE(table->Check().ok()) << table->Check();
+}
+
+// With a record limit of B and records small enough for the bytes never to
+// bind, the table runs in the paper's model: a block holds exactly B keys,
+// m follows ceil(n / ((1 - epsilon) B)), and the stash is the overflow of
+// the buckets' loads past B.
+TEST(TableTest, RecordLimitMakesBlocksOfExactlyBKeys) {
+  Options o;
+  o.backend = io::Backend::kMemory;
+  o.block_size = 1024;
+  o.block_records = 6;
+  o.s0 = 4;
+  o.epsilon = 0.25;
+  auto table = OpenOrDie(o, "in-memory");
+  ASSERT_NE(table, nullptr);
+  EXPECT_EQ(table->GetStats().block_records, 6u);
+  std::map<uint64_t, uint64_t> loads_seen;
+  for (uint64_t i = 1; i <= 3000; ++i) {
+    ASSERT_TRUE(table->Put("key" + std::to_string(i), "v").ok());
+    const TableStats s = table->GetStats();
+    const uint64_t needed = static_cast<uint64_t>(std::ceil(i / (0.75 * 6)));
+    ASSERT_EQ(s.buckets, std::max<uint64_t>(needed, o.s0)) << i;
+    if (i % 500 == 0) ASSERT_TRUE(table->Check().ok()) << table->Check();
+  }
+  // Every block holds at most 6 records, and a bucket has a stash list only
+  // when its block holds exactly 6: so the stash is sum(max(0, load - 6)).
+  auto it = table->NewIterator();
+  std::map<std::string, int> seen;
+  for (; it->Valid(); it->Next()) ++seen[std::string(it->key())];
+  ASSERT_TRUE(it->status().ok());
+  EXPECT_EQ(seen.size(), 3000u);
+  const TableStats s = table->GetStats();
+  EXPECT_GT(s.stash_records, 0u);
+  // The bytes alone would have taken (1024 - 32) / 11 = 90 records a block.
+  EXPECT_LT(s.buckets, 3000 / (0.75 * 6) + 2);
+  EXPECT_NEAR(s.utilization, 3000 / (6.0 * s.buckets), 1e-9);
+  // Deleting everything shrinks back to s0 buckets with no stash.
+  for (uint64_t i = 1; i <= 3000; ++i) {
+    ASSERT_TRUE(table->Delete("key" + std::to_string(i)).ok());
+  }
+  EXPECT_EQ(table->GetStats().buckets, o.s0);
+  EXPECT_EQ(table->GetStats().stash_records, 0u);
+  ASSERT_TRUE(table->Check().ok()) << table->Check();
+}
+
+TEST(TableTest, RecordLimitIsPartOfTheLayout) {
+  const std::string dir = TempDir("records");
+  Options o = Posix();
+  o.block_records = 10;
+  {
+    auto table = OpenOrDie(o, dir);
+    ASSERT_NE(table, nullptr);
+    ASSERT_TRUE(table->Put("k", "v").ok());
+  }
+  auto layout = Table::ReadLayout(dir);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  EXPECT_EQ(layout->block_records, 10u);
+  Options other = o;
+  other.block_records = 0;
+  auto s = Table::Open(other, dir);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("block_records = 10"), std::string::npos)
+      << s.status();
+  auto table = OpenOrDie(*layout, dir);
+  ASSERT_NE(table, nullptr);
+  EXPECT_EQ(*table->Get("k"), "v");
+}
+
+// An in-memory table touches no file and starts empty every time.
+TEST(TableTest, InMemoryTableHasNoFiles) {
+  const std::string dir = TempDir("memory");
+  Options o;
+  o.backend = io::Backend::kMemory;
+  o.block_size = 512;
+  o.s0 = 2;
+  {
+    auto table = OpenOrDie(o, dir);
+    ASSERT_NE(table, nullptr);
+    for (int i = 0; i < 2000; ++i) {
+      ASSERT_TRUE(table->Put("key" + std::to_string(i), "value").ok());
+    }
+    ASSERT_TRUE(table->Checkpoint().ok());
+    EXPECT_EQ(*table->Get("key7"), "value");
+    ASSERT_TRUE(table->Check().ok()) << table->Check();
+    ASSERT_TRUE(table->Close().ok());
+  }
+  EXPECT_NE(access(dir.c_str(), F_OK), 0) << dir << " was created";
+  auto table = OpenOrDie(o, dir);
+  ASSERT_NE(table, nullptr);
+  EXPECT_EQ(table->GetStats().records, 0u);
+  o.create_if_missing = false;
+  EXPECT_EQ(Table::Open(o, dir).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(TableTest, OversizeRecordIsRefusedAndNothingChanges) {

@@ -33,6 +33,7 @@
 #include "absl/strings/str_join.h"
 #include "tools/roundtable/balance.h"
 #include "tools/roundtable/map_command.h"
+#include "tools/roundtable/stash_experiment.h"
 #include "tools/roundtable/table_commands.h"
 
 ABSL_FLAG(std::string, mapping, "round",
@@ -54,7 +55,7 @@ ABSL_FLAG(std::vector<std::string>, mappings,
                                     "jump"}),
           "experiment balance: the mappings to measure");
 ABSL_FLAG(int, threads, 0, "worker threads for experiments (0: one per core)");
-ABSL_FLAG(std::string, csv, "", "experiment balance: also write CSV here");
+ABSL_FLAG(std::string, csv, "", "experiments: also write CSV here");
 ABSL_FLAG(uint32_t, block_size, 4096, "create: block size in bytes");
 ABSL_FLAG(double, epsilon, 0.1, "create: free fraction kept in the blocks");
 ABSL_FLAG(bool, json, false, "stats: print one JSON object");
@@ -62,6 +63,27 @@ ABSL_FLAG(uint64_t, records, 1000000, "demo: records to load");
 ABSL_FLAG(bool, sync, false,
           "load: make each batch durable (log synced) before the next");
 ABSL_FLAG(uint64_t, batch, 1, "load: records per atomic batch");
+ABSL_FLAG(std::vector<std::string>, block_keys, {},
+          "experiment stash/transfers: keys per block B, a comma-separated "
+          "list (default 512,1024,2048)");
+ABSL_FLAG(std::vector<std::string>, epsilons, {},
+          "experiment stash/transfers: epsilons such as 1/8 or 0.125, a "
+          "comma-separated list (default 1/4,1/8,1/16,1/32,1/64)");
+ABSL_FLAG(uint64_t, from, 1024,
+          "experiment stash: the smallest n watched, in multiples of B");
+ABSL_FLAG(uint64_t, to, 8192,
+          "experiment stash/transfers: the largest n, in multiples of B");
+ABSL_FLAG(uint64_t, seed, 1, "experiments: the seed of the hash seeds");
+ABSL_FLAG(int, repetitions, 1,
+          "experiment stash: runs per cell, each with its own hash seed");
+ABSL_FLAG(bool, quick, false,
+          "experiment stash/transfers: a small preset that runs in seconds");
+ABSL_FLAG(bool, trace, false,
+          "experiment stash: trace the stash against n (Figure 3) instead "
+          "of the table of worst cases");
+ABSL_FLAG(std::string, plot, "",
+          "experiment stash --trace/transfers: draw the CSV as a PNG here "
+          "(needs gnuplot)");
 
 namespace roundtable::cli {
 namespace {
@@ -85,6 +107,8 @@ constexpr char kUsage[] =
     "touched\n"
     "                      by --grow=N / --shrink=N steps\n"
     "  experiment balance  bucket-size distribution of evenly spaced hashes\n"
+    "  experiment stash    worst stash size per B, epsilon, s0 (Tables 3-5);\n"
+    "                      --trace: the stash while n grows (Figure 3)\n"
     "\n"
     "Run 'roundtable --help' for every flag; docs/cli.md has examples.";
 
@@ -152,6 +176,66 @@ int Balance() {
   options.show_progress = isatty(STDERR_FILENO);
   auto rows = RunBalance(options, std::cout);
   if (!rows.ok()) return Fail("experiment balance", rows.status());
+  return 0;
+}
+
+absl::StatusOr<std::vector<uint32_t>> ParseBlockKeys() {
+  auto values = ParseList("block_keys", absl::GetFlag(FLAGS_block_keys));
+  if (!values.ok()) return values.status();
+  std::vector<uint32_t> keys;
+  for (const uint64_t v : *values) {
+    if (v > UINT32_MAX) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--block_keys: ", v, " is too large"));
+    }
+    keys.push_back(static_cast<uint32_t>(v));
+  }
+  return keys;
+}
+
+// The flags of `experiment stash`, over the defaults or the --quick preset.
+absl::StatusOr<StashOptions> StashFlags() {
+  StashOptions o = absl::GetFlag(FLAGS_quick) ? QuickStashOptions()
+                                              : StashOptions();
+  auto keys = ParseBlockKeys();
+  if (!keys.ok()) return keys.status();
+  if (!keys->empty()) o.block_keys = *keys;
+  if (!absl::GetFlag(FLAGS_epsilons).empty()) {
+    o.epsilons.clear();
+    for (const std::string& text : absl::GetFlag(FLAGS_epsilons)) {
+      auto e = ParseEpsilon(text);
+      if (!e.ok()) return e.status();
+      o.epsilons.push_back(*e);
+    }
+  }
+  if (!absl::GetFlag(FLAGS_s0).empty()) {
+    auto s0 = ParseList("s0", absl::GetFlag(FLAGS_s0));
+    if (!s0.ok()) return s0.status();
+    o.s0s = *s0;
+  }
+  if (!absl::GetFlag(FLAGS_quick)) {
+    o.from = absl::GetFlag(FLAGS_from);
+    o.to = absl::GetFlag(FLAGS_to);
+  }
+  o.seed = absl::GetFlag(FLAGS_seed);
+  o.repetitions = absl::GetFlag(FLAGS_repetitions);
+  o.threads = Threads();
+  o.csv_path = absl::GetFlag(FLAGS_csv);
+  o.plot_path = absl::GetFlag(FLAGS_plot);
+  return o;
+}
+
+int Stash() {
+  const char* name = "experiment stash";
+  auto options = StashFlags();
+  if (!options.ok()) return Fail(name, options.status());
+  absl::Status status;
+  if (absl::GetFlag(FLAGS_trace)) {
+    status = RunStashTrace(*options, std::cout);
+  } else {
+    status = RunStashGrid(*options, std::cout).status();
+  }
+  if (!status.ok()) return Fail(name, status);
   return 0;
 }
 
@@ -244,6 +328,7 @@ int Main(int argc, char** argv) {
   if (words == std::vector<std::string>{"experiment", "balance"}) {
     return Balance();
   }
+  if (words == std::vector<std::string>{"experiment", "stash"}) return Stash();
   if (const int rc = TableCommand(words); rc >= 0) return rc;
   std::cerr << "roundtable: unknown command '" << absl::StrJoin(words, " ")
             << "'\n\n"

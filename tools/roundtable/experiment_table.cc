@@ -1,0 +1,211 @@
+#include "tools/roundtable/experiment_table.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/mapping/round_mapping.h"
+
+namespace roundtable::cli {
+namespace {
+
+// An 8-byte key and an empty value in a block: a 4-byte slot, two one-byte
+// lengths, the key (docs/format.md).
+constexpr uint32_t kPaperRecordBytes = 4 + 1 + 1 + 8;
+constexpr uint32_t kBlockHeaderBytes = 32;
+
+// The smallest power-of-two block that takes `keys` paper records.
+uint32_t BlockSizeFor(uint32_t keys) {
+  for (uint32_t bs = 512; bs <= 65536; bs *= 2) {
+    if (bs - kBlockHeaderBytes >= uint64_t{keys} * kPaperRecordBytes) return bs;
+  }
+  return 0;
+}
+
+}  // namespace
+
+uint32_t MaxBlockKeys() {
+  return (65536 - kBlockHeaderBytes) / kPaperRecordBytes;
+}
+
+absl::StatusOr<std::unique_ptr<Table>> OpenPaperTable(const PaperLayout& layout,
+                                                      uint64_t seed) {
+  if (layout.block_keys == 0 || layout.block_keys > MaxBlockKeys()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("B = ", layout.block_keys, " keys per block is outside [1, ",
+                     MaxBlockKeys(), "]"));
+  }
+  Options o;
+  o.backend = io::Backend::kMemory;
+  o.block_size = BlockSizeFor(layout.block_keys);
+  o.block_records = layout.block_keys;
+  o.s0 = layout.s0;
+  o.epsilon = layout.epsilon;
+  o.hash_seed = seed;
+  o.block_cache_bytes = 0;
+  o.checkpoint_bytes = uint64_t{1} << 62;
+  return Table::Open(o, "paper-experiment");
+}
+
+std::string_view PaperKey(uint64_t i, char (&buffer)[8]) {
+  for (char& c : buffer) {
+    c = static_cast<char>(i & 0xff);
+    i >>= 8;
+  }
+  return std::string_view(buffer, sizeof(buffer));
+}
+
+absl::StatusOr<double> ParseEpsilon(const std::string& text) {
+  double value = 0;
+  bool ok = false;
+  if (const size_t slash = text.find('/'); slash != std::string::npos) {
+    double num = 0, den = 0;
+    ok = absl::SimpleAtod(text.substr(0, slash), &num) &&
+         absl::SimpleAtod(text.substr(slash + 1), &den) && den != 0;
+    if (ok) value = num / den;
+  } else {
+    ok = absl::SimpleAtod(text, &value);
+  }
+  if (!ok || !(value > 0 && value <= 0.5)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "epsilon '", text, "' is not a number in (0, 0.5] such as 1/8"));
+  }
+  return value;
+}
+
+std::string FormatEpsilon(double epsilon) {
+  const double inverse = 1 / epsilon;
+  if (std::abs(inverse - std::round(inverse)) < 1e-9) {
+    return absl::StrCat("1/", static_cast<int64_t>(std::round(inverse)));
+  }
+  return absl::StrFormat("%g", epsilon);
+}
+
+double PoissonExcess(double lambda, uint64_t block_keys) {
+  if (lambda <= 0) return 0;
+  // The terms (x - B) P(X = x) for x > B, from x = B + 1 on, with
+  // P(X = x + 1) = P(X = x) * lambda / (x + 1).
+  const double b = static_cast<double>(block_keys);
+  double p = std::exp((b + 1) * std::log(lambda) - lambda - std::lgamma(b + 2));
+  double sum = 0;
+  for (double x = b + 1;; x += 1) {
+    const double term = (x - b) * p;
+    sum += term;
+    if (x > lambda && term <= sum * 1e-16) break;
+    p *= lambda / (x + 1);
+  }
+  return sum;
+}
+
+double ExpectedStash(const PaperLayout& layout, uint64_t m, uint64_t n,
+                     bool uniform) {
+  const double keys = static_cast<double>(n);
+  if (uniform) {
+    return static_cast<double>(m) *
+           PoissonExcess(keys / static_cast<double>(m), layout.block_keys);
+  }
+  // k(s + 1) short arcs of length 1/((s + 1) G), (G - k) s long ones of
+  // length 1/(s G) (docs/mapping.md).
+  const mapping::RoundState state(layout.s0, m);
+  const double g = static_cast<double>(state.groups());
+  const double s = static_cast<double>(state.step());
+  const double k = static_cast<double>(state.converted());
+  double stash = 0;
+  if (k > 0) {
+    stash += k * (s + 1) * PoissonExcess(keys / ((s + 1) * g), layout.block_keys);
+  }
+  stash += (g - k) * s * PoissonExcess(keys / (s * g), layout.block_keys);
+  return stash;
+}
+
+uint64_t BucketsAfter(const PaperLayout& layout, uint64_t n) {
+  const auto needed = static_cast<uint64_t>(
+      std::ceil(static_cast<double>(n) /
+                ((1 - layout.epsilon) * static_cast<double>(layout.block_keys))));
+  return std::max(needed, layout.s0);
+}
+
+Progress::Progress(std::string label, uint64_t total)
+    : label_(std::move(label)),
+      total_(std::max<uint64_t>(total, 1)),
+      tty_(isatty(STDERR_FILENO) != 0),
+      start_(std::chrono::steady_clock::now()) {
+  reporter_ = std::thread([this] {
+    const auto period = std::chrono::seconds(tty_ ? 1 : 30);
+    auto next = std::chrono::steady_clock::now() + period;
+    while (!stop_.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (std::chrono::steady_clock::now() < next) continue;
+      Report(false);
+      next += period;
+    }
+  });
+}
+
+Progress::~Progress() {
+  stop_ = true;
+  reporter_.join();
+  Report(true);
+}
+
+void Progress::SetNote(std::string note) {
+  std::lock_guard<std::mutex> lock(note_mu_);
+  note_ = std::move(note);
+}
+
+void Progress::Report(bool final) {
+  const double fraction =
+      std::min(1.0, static_cast<double>(done_.load()) / total_);
+  const double elapsed = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - start_)
+                             .count();
+  std::string note;
+  {
+    std::lock_guard<std::mutex> lock(note_mu_);
+    note = note_;
+  }
+  std::string line = absl::StrFormat("%s: %5.1f%% %s, %.0f s", label_,
+                                     100 * fraction, note, elapsed);
+  if (!final && fraction > 0.001) {
+    absl::StrAppendFormat(&line, ", about %.0f s left",
+                          elapsed * (1 - fraction) / fraction);
+  }
+  if (tty_) {
+    std::fprintf(stderr, "\r%-78s", line.c_str());
+    if (final) std::fprintf(stderr, "\n");
+  } else {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  std::fflush(stderr);
+}
+
+bool GnuplotAvailable() {
+  return std::system("command -v gnuplot >/dev/null 2>&1") == 0;
+}
+
+absl::Status RunGnuplot(const std::string& script) {
+  if (!GnuplotAvailable()) {
+    return absl::FailedPreconditionError(
+        "gnuplot is not installed (apt-get install gnuplot-nox); the CSV is "
+        "written, the plot is not");
+  }
+  FILE* pipe = popen("gnuplot", "w");
+  if (pipe == nullptr) {
+    return absl::InternalError(
+        absl::StrCat("cannot start gnuplot: ", std::strerror(errno)));
+  }
+  std::fwrite(script.data(), 1, script.size(), pipe);
+  if (pclose(pipe) != 0) {
+    return absl::InternalError("gnuplot failed on the plot script");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace roundtable::cli

@@ -1,0 +1,95 @@
+// What the paper experiments share: a table in the paper's model (blocks of
+// exactly B keys, in memory), its keys, the Poisson model of bucket loads,
+// progress on long runs, and plots drawn with gnuplot.
+//
+// Thread-safety: free functions are thread-safe; a Progress is shared by the
+// worker threads of one experiment.
+#ifndef ROUNDTABLE_TOOLS_ROUNDTABLE_EXPERIMENT_TABLE_H_
+#define ROUNDTABLE_TOOLS_ROUNDTABLE_EXPERIMENT_TABLE_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "engine/table.h"
+
+namespace roundtable::cli {
+
+// One layout of the paper's experiments.
+struct PaperLayout {
+  uint32_t block_keys = 512;  // B
+  double epsilon = 0.25;
+  uint64_t s0 = 1;
+};
+
+// The largest B a table of 8-byte keys and empty values takes.
+uint32_t MaxBlockKeys();
+
+// A new in-memory table of `layout`: keys of 8 bytes and empty values in
+// the smallest block that takes B of them, with a record limit of B, so
+// that a block holds exactly B keys; XXH3 seeded with `seed`. No block
+// cache, and no checkpoint before Close: every block stays held in memory.
+// InvalidArgument when B is 0 or above MaxBlockKeys().
+absl::StatusOr<std::unique_ptr<Table>> OpenPaperTable(const PaperLayout& layout,
+                                                      uint64_t seed);
+
+// The key of the i-th insert: i as 8 little-endian bytes, in `buffer`.
+std::string_view PaperKey(uint64_t i, char (&buffer)[8]);
+
+// "1/8" or "0.125"; InvalidArgument unless in (0, 0.5].
+absl::StatusOr<double> ParseEpsilon(const std::string& text);
+// 1/8 as "1/8" when 1/epsilon is a whole number, else as "%g".
+std::string FormatEpsilon(double epsilon);
+
+// E[max(0, X - B)] for X ~ Poisson(lambda): the expected overflow of a
+// bucket of mean load lambda into the stash.
+double PoissonExcess(double lambda, uint64_t block_keys);
+
+// The expected stash of n keys in m buckets of `layout`, with every key
+// hashed uniformly onto the round-mapping arcs (two arc lengths), or onto m
+// equal buckets when `uniform`.
+double ExpectedStash(const PaperLayout& layout, uint64_t m, uint64_t n,
+                     bool uniform);
+
+// The buckets the table has after n inserts: max(s0, ceil(n / ((1 - eps) B))).
+uint64_t BucketsAfter(const PaperLayout& layout, uint64_t n);
+
+// Counts work done by worker threads and reports it on standard error: on
+// a terminal a line rewritten every second, otherwise a line every 30 s.
+class Progress {
+ public:
+  Progress(std::string label, uint64_t total);
+  ~Progress();  // stops the reporter and clears the line
+  void Add(uint64_t done) { done_.fetch_add(done, std::memory_order_relaxed); }
+  // Also reported: what is being worked on ("3/40 cells").
+  void SetNote(std::string note);
+
+ private:
+  void Report(bool final);
+  const std::string label_;
+  const uint64_t total_;
+  const bool tty_;
+  const std::chrono::steady_clock::time_point start_;
+  std::atomic<uint64_t> done_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex note_mu_;
+  std::string note_;  // guarded by note_mu_
+  std::thread reporter_;
+};
+
+// Whether gnuplot is on the PATH.
+bool GnuplotAvailable();
+
+// Runs `script` with gnuplot; FailedPrecondition when gnuplot is missing,
+// Internal when it fails.
+absl::Status RunGnuplot(const std::string& script);
+
+}  // namespace roundtable::cli
+
+#endif  // ROUNDTABLE_TOOLS_ROUNDTABLE_EXPERIMENT_TABLE_H_
