@@ -400,21 +400,21 @@ class Table::Impl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const size_t size = internal::EncodedSize(key, value);
     bool grown = false;
-    internal::EncodedBlock block = Editable(work_.span());
     const uint64_t h = Hash(key);
     while (true) {
       const uint64_t b = mapping_.FindBucket(h);
       // A key in the stash is replaced there (its block stays full, nothing
       // to read); otherwise the key's block is read.
       Record* stashed = stash_.Find(b, key, h);
+      std::optional<internal::EncodedBlock> block;
       std::optional<internal::EncodedBlock::Found> found;
       size_t old = 0;
       if (stashed != nullptr) {
         old = internal::EncodedSize(stashed->key, stashed->value);
       } else {
-        RT_RETURN_IF_ERROR(LoadBlock(b, work_.span()));
+        RT_ASSIGN_OR_RETURN(block, EditBlock(b));
         ++logical_.put_reads;
-        found = block.Find(key, internal::TagOf(h));
+        found = block->Find(key, internal::TagOf(h));
         if (found) old = found->size;
       }
       // As the paper does, make room first if the data would pass
@@ -434,26 +434,24 @@ class Table::Impl {
         if (size >= old) return absl::OkStatus();
         // A smaller record may now fit its block: keep the rule that a
         // stash list exists only where its block has no room for it.
-        RT_RETURN_IF_ERROR(LoadBlock(b, work_.span()));
+        RT_ASSIGN_OR_RETURN(block, EditBlock(b));
         ++logical_.put_reads;
-        if (!block.Fits(size)) return absl::OkStatus();
-        RT_RETURN_IF_ERROR(Fail(RefillFromStash(block, b)));
+        if (!block->Fits(size)) return absl::OkStatus();
         ++logical_.put_writes;
-        return Fail(StoreBlock(b, work_.span()));
+        return Fail(RefillFromStash(*block, b));
       }
       if (found) {
-        block.Remove(*found);
+        block->Remove(*found);
       } else {
         ++record_count_;
       }
       data_bytes_ = data_bytes_ - old + size;
-      if (!block.Append(key, value, internal::TagOf(h))) {
+      if (!block->Append(key, value, internal::TagOf(h))) {
         RT_RETURN_IF_ERROR(Fail(
             AddToStash(b, h, Record{std::string(key), std::string(value)})));
       }
-      RT_RETURN_IF_ERROR(Fail(RefillFromStash(block, b)));
       ++logical_.put_writes;
-      return Fail(StoreBlock(b, work_.span()));
+      return Fail(RefillFromStash(*block, b));
     }
   }
 
@@ -464,17 +462,15 @@ class Table::Impl {
     if (stash_.Find(b, key, h) != nullptr) {
       return Fail(RemoveFromStash(b, key));
     }
-    RT_RETURN_IF_ERROR(LoadBlock(b, work_.span()));
+    RT_ASSIGN_OR_RETURN(internal::EncodedBlock block, EditBlock(b));
     ++logical_.delete_reads;
-    internal::EncodedBlock block = Editable(work_.span());
     const auto found = block.Find(key, internal::TagOf(h));
     if (!found) return absl::OkStatus();
     data_bytes_ -= found->size;
     block.Remove(*found);
     --record_count_;
-    RT_RETURN_IF_ERROR(Fail(RefillFromStash(block, b)));
     ++logical_.delete_writes;
-    return Fail(StoreBlock(b, work_.span()));
+    return Fail(RefillFromStash(block, b));
   }
 
   // Releases buckets while the data fits in m - 2 blocks: one bucket of
@@ -827,10 +823,32 @@ class Table::Impl {
 
   // Bucket b's block if it is held since the last checkpoint (a read it
   // answers counts in held_hits), else null.
-  const std::byte* FindHeld(uint64_t b) {
-    const std::byte* held = blocks_->Held(b + kHeaderBlocks);
+  std::byte* FindHeld(uint64_t b) {
+    std::byte* held = blocks_->Held(b + kHeaderBlocks);
     if (held != nullptr) held_hits_.fetch_add(1, std::memory_order_relaxed);
     return held;
+  }
+
+  // Bucket b's block, to edit in place: a held block where it lies; any
+  // other is read (from the cache, or from the file and verified) into a
+  // newly held slot and dropped from the cache. The edit is the write: the
+  // block stays held until the next checkpoint, as a stored one would.
+  absl::StatusOr<internal::EncodedBlock> EditBlock(uint64_t b)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (std::byte* held = FindHeld(b)) return Editable({held, block_size()});
+    const uint64_t block = b + kHeaderBlocks;
+    std::span<std::byte> slot = blocks_->Hold(block);
+    if (cache_.Lookup(b, slot)) {
+      cache_.Drop(b);
+      return Editable(slot);
+    }
+    // Read before holding: a held block would answer its own read.
+    blocks_->Release(block);
+    RT_RETURN_IF_ERROR(blocks_->Read(block, work_.span()));
+    RT_RETURN_IF_ERROR(internal::VerifyBlock(work_.span(), b));
+    slot = blocks_->Hold(block);
+    std::memcpy(slot.data(), work_.data(), block_size());
+    return Editable(slot);
   }
 
   // Bucket b's block into `out`: from the cache, or held, or from the
@@ -1091,7 +1109,8 @@ class Table::Impl {
   internal::WalWriter wal_ ABSL_GUARDED_BY(mu_);
   internal::StashLog stash_log_ ABSL_GUARDED_BY(mu_);
   internal::BlockCache cache_;
-  // The block a Put or Delete edits, under the writer lock.
+  // A block read from the file before a Put or Delete edits it, and the
+  // empty blocks of a new table.
   io::AlignedBuffer work_ ABSL_GUARDED_BY(mu_);
   const size_t payload_;
 

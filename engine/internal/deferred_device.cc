@@ -78,18 +78,31 @@ absl::Status DeferredDevice::DoReadBatch(
   return inner_->ReadBatch(inner);
 }
 
+std::span<std::byte> DeferredDevice::Hold(uint64_t block) {
+  const uint32_t bs = block_size();
+  std::byte* slot = Held(block);
+  if (slot == nullptr) {
+    slot = Allocate();
+    held_.emplace(block, HeldBlock{slot, bs});
+    if (block >= index_.size()) index_.resize(block + 1, nullptr);
+    index_[block] = slot;
+  }
+  return {slot, bs};
+}
+
+void DeferredDevice::Release(uint64_t block) {
+  std::byte* slot = Held(block);
+  if (slot == nullptr) return;
+  index_[block] = nullptr;
+  free_.push_back(slot);
+  held_.erase(block);
+}
+
 absl::Status DeferredDevice::DoWrite(uint64_t block,
                                      std::span<const std::byte> buffer) {
   const uint32_t bs = block_size();
   for (size_t i = 0; i < buffer.size() / bs; ++i) {
-    std::byte* slot = Held(block + i);
-    if (slot == nullptr) {
-      slot = Allocate();
-      held_.emplace(block + i, HeldBlock{slot, bs});
-      if (block + i >= index_.size()) index_.resize(block + i + 1, nullptr);
-      index_[block + i] = slot;
-    }
-    std::memcpy(slot, buffer.data() + i * bs, bs);
+    std::memcpy(Hold(block + i).data(), buffer.data() + i * bs, bs);
   }
   return absl::OkStatus();
 }

@@ -47,6 +47,12 @@ class DeferredDevice final : public io::BlockDevice {
     return block < index_.size() ? index_[block] : nullptr;
   }
   uint64_t held_bytes() const { return held_.size() * block_size(); }
+  // The held bytes of `block` for its owner to fill or edit in place: held
+  // already, or a new slot (with unspecified bytes) held from now on.
+  // REQUIRES: block < num_blocks().
+  std::span<std::byte> Hold(uint64_t block);
+  // Forgets the held bytes of `block` (a Hold whose filling failed).
+  void Release(uint64_t block);
 
   // Forgets the held blocks: call once they and the size reached the inner
   // device.

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -52,6 +53,40 @@ absl::StatusOr<std::unique_ptr<Table>> OpenPaperTable(const PaperLayout& layout,
   o.block_cache_bytes = 0;
   o.checkpoint_bytes = uint64_t{1} << 62;
   return Table::Open(o, "paper-experiment");
+}
+
+std::string LayoutName(const PaperLayout& l) {
+  return absl::StrCat("B=", l.block_keys, " eps=", FormatEpsilon(l.epsilon),
+                      " s0=", l.s0);
+}
+
+uint64_t RunSeed(uint64_t seed, int rep) {
+  uint64_t z = seed * 0x9e3779b97f4a7c15 + static_cast<uint64_t>(rep) + 1;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
+  return z ^ (z >> 31);
+}
+
+absl::Status RunJobs(size_t count, int threads,
+                     const std::function<absl::Status(size_t)>& job) {
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  absl::Status first;
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < count;) {
+      absl::Status s = job(i);
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (first.ok()) first = s;
+        next = count;
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  for (int t = 1; t < std::max(1, threads); ++t) workers.emplace_back(work);
+  work();
+  for (auto& w : workers) w.join();
+  return first;
 }
 
 std::string_view PaperKey(uint64_t i, char (&buffer)[8]) {

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,6 +39,17 @@ uint32_t MaxBlockKeys();
 // InvalidArgument when B is 0 or above MaxBlockKeys().
 absl::StatusOr<std::unique_ptr<Table>> OpenPaperTable(const PaperLayout& layout,
                                                       uint64_t seed);
+
+// "B=512 eps=1/8 s0=16".
+std::string LayoutName(const PaperLayout& layout);
+
+// The hash seed of repetition `rep` of a run seeded with `seed`.
+uint64_t RunSeed(uint64_t seed, int rep);
+
+// Runs job(0) .. job(count - 1) on `threads` threads; the first error stops
+// the others before their next job and is returned.
+absl::Status RunJobs(size_t count, int threads,
+                     const std::function<absl::Status(size_t)>& job);
 
 // The key of the i-th insert: i as 8 little-endian bytes, in `buffer`.
 std::string_view PaperKey(uint64_t i, char (&buffer)[8]);

@@ -34,6 +34,7 @@
 #include "tools/roundtable/balance.h"
 #include "tools/roundtable/map_command.h"
 #include "tools/roundtable/stash_experiment.h"
+#include "tools/roundtable/transfers_experiment.h"
 #include "tools/roundtable/table_commands.h"
 
 ABSL_FLAG(std::string, mapping, "round",
@@ -73,6 +74,8 @@ ABSL_FLAG(uint64_t, from, 1024,
           "experiment stash: the smallest n watched, in multiples of B");
 ABSL_FLAG(uint64_t, to, 8192,
           "experiment stash/transfers: the largest n, in multiples of B");
+ABSL_FLAG(uint64_t, samples, 10000,
+          "experiment transfers: lookups of each kind and deletes per point");
 ABSL_FLAG(uint64_t, seed, 1, "experiments: the seed of the hash seeds");
 ABSL_FLAG(int, repetitions, 1,
           "experiment stash: runs per cell, each with its own hash seed");
@@ -109,6 +112,7 @@ constexpr char kUsage[] =
     "  experiment balance  bucket-size distribution of evenly spaced hashes\n"
     "  experiment stash    worst stash size per B, epsilon, s0 (Tables 3-5);\n"
     "                      --trace: the stash while n grows (Figure 3)\n"
+    "  experiment transfers  block transfers per operation as n grows\n"
     "\n"
     "Run 'roundtable --help' for every flag; docs/cli.md has examples.";
 
@@ -193,6 +197,16 @@ absl::StatusOr<std::vector<uint32_t>> ParseBlockKeys() {
   return keys;
 }
 
+absl::StatusOr<std::vector<double>> ParseEpsilons() {
+  std::vector<double> values;
+  for (const std::string& text : absl::GetFlag(FLAGS_epsilons)) {
+    auto e = ParseEpsilon(text);
+    if (!e.ok()) return e.status();
+    values.push_back(*e);
+  }
+  return values;
+}
+
 // The flags of `experiment stash`, over the defaults or the --quick preset.
 absl::StatusOr<StashOptions> StashFlags() {
   StashOptions o = absl::GetFlag(FLAGS_quick) ? QuickStashOptions()
@@ -200,14 +214,9 @@ absl::StatusOr<StashOptions> StashFlags() {
   auto keys = ParseBlockKeys();
   if (!keys.ok()) return keys.status();
   if (!keys->empty()) o.block_keys = *keys;
-  if (!absl::GetFlag(FLAGS_epsilons).empty()) {
-    o.epsilons.clear();
-    for (const std::string& text : absl::GetFlag(FLAGS_epsilons)) {
-      auto e = ParseEpsilon(text);
-      if (!e.ok()) return e.status();
-      o.epsilons.push_back(*e);
-    }
-  }
+  auto epsilons = ParseEpsilons();
+  if (!epsilons.ok()) return epsilons.status();
+  if (!epsilons->empty()) o.epsilons = *epsilons;
   if (!absl::GetFlag(FLAGS_s0).empty()) {
     auto s0 = ParseList("s0", absl::GetFlag(FLAGS_s0));
     if (!s0.ok()) return s0.status();
@@ -236,6 +245,34 @@ int Stash() {
     status = RunStashGrid(*options, std::cout).status();
   }
   if (!status.ok()) return Fail(name, status);
+  return 0;
+}
+
+int Transfers() {
+  const char* name = "experiment transfers";
+  TransfersOptions o = absl::GetFlag(FLAGS_quick) ? QuickTransfersOptions()
+                                                  : TransfersOptions();
+  auto keys = ParseBlockKeys();
+  if (!keys.ok()) return Fail(name, keys.status());
+  if (!keys->empty()) o.block_keys = *keys;
+  auto epsilons = ParseEpsilons();
+  if (!epsilons.ok()) return Fail(name, epsilons.status());
+  if (!epsilons->empty()) o.epsilons = *epsilons;
+  if (!absl::GetFlag(FLAGS_s0).empty()) {
+    auto s0 = ParseList("s0", absl::GetFlag(FLAGS_s0));
+    if (!s0.ok()) return Fail(name, s0.status());
+    o.s0s = *s0;
+  }
+  if (!absl::GetFlag(FLAGS_quick)) {
+    o.to = absl::GetFlag(FLAGS_to);
+    o.samples = absl::GetFlag(FLAGS_samples);
+  }
+  o.seed = absl::GetFlag(FLAGS_seed);
+  o.threads = Threads();
+  o.csv_path = absl::GetFlag(FLAGS_csv);
+  o.plot_path = absl::GetFlag(FLAGS_plot);
+  auto points = RunTransfers(o, std::cout);
+  if (!points.ok()) return Fail(name, points.status());
   return 0;
 }
 
@@ -329,6 +366,9 @@ int Main(int argc, char** argv) {
     return Balance();
   }
   if (words == std::vector<std::string>{"experiment", "stash"}) return Stash();
+  if (words == std::vector<std::string>{"experiment", "transfers"}) {
+    return Transfers();
+  }
   if (const int rc = TableCommand(words); rc >= 0) return rc;
   std::cerr << "roundtable: unknown command '" << absl::StrJoin(words, " ")
             << "'\n\n"

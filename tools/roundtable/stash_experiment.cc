@@ -56,47 +56,18 @@ absl::Status Validate(const StashOptions& o) {
   return absl::OkStatus();
 }
 
-// The hash seed of repetition `rep` of a run seeded with `seed`.
-uint64_t RunSeed(uint64_t seed, int rep) {
-  uint64_t z = seed * 0x9e3779b97f4a7c15 + static_cast<uint64_t>(rep) + 1;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
-  return z ^ (z >> 31);
-}
-
-// Runs jobs 0 .. count - 1 on `threads` threads; the first error stops the
-// others at their next job.
-absl::Status RunJobs(size_t count, int threads,
-                     const std::function<absl::Status(size_t)>& job) {
-  std::atomic<size_t> next{0};
-  std::mutex mu;
-  absl::Status first;
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < count;) {
-      absl::Status s = job(i);
-      if (!s.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (first.ok()) first = s;
-        next = count;
-      }
-    }
-  };
-  std::vector<std::thread> workers;
-  for (int t = 1; t < std::max(1, threads); ++t) workers.emplace_back(work);
-  work();
-  for (auto& w : workers) w.join();
-  return first;
-}
-
 std::string Ratio(double r) {
   if (r == 0) return "0";
   return absl::StrFormat("%.2g", r);
 }
 
-std::string LayoutName(const PaperLayout& l) {
-  return absl::StrCat("B=", l.block_keys, " eps=", FormatEpsilon(l.epsilon),
-                      " s0=", l.s0);
-}
+// The stash over one bucket count m of a trace.
+struct TraceRow {
+  uint64_t m = 0;
+  uint64_t n_first = 0, n_last = 0;  // the inserts seen at m
+  uint64_t stash_min = 0, stash_max = 0, stash_last = 0;
+  double expected = 0, uniform = 0;  // ExpectedStash at n_last
+};
 
 }  // namespace
 
@@ -298,7 +269,165 @@ absl::StatusOr<std::vector<StashCell>> RunStashGrid(const StashOptions& options,
 }
 
 absl::Status RunStashTrace(const StashOptions& options, std::ostream& out) {
-  return absl::UnimplementedError("trace");
+  if (absl::Status s = Validate(options); !s.ok()) return s;
+  struct Curve {
+    PaperLayout layout;
+    std::vector<TraceRow> rows;
+  };
+  std::vector<Curve> curves;
+  for (const uint32_t b : options.block_keys) {
+    for (const double e : options.epsilons) {
+      std::vector<uint64_t> s0s = options.s0s;
+      if (s0s.empty()) {
+        s0s = {std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(2 / e)))};
+      }
+      for (const uint64_t s0 : s0s) curves.push_back({{b, e, s0}, {}});
+    }
+  }
+  uint64_t total = 0;
+  for (const Curve& c : curves) total += options.to * c.layout.block_keys;
+  {
+    std::unique_ptr<Progress> progress;
+    if (options.progress) {
+      progress = std::make_unique<Progress>("experiment stash --trace", total);
+    }
+    absl::Status status =
+        RunJobs(curves.size(), options.threads, [&](size_t c) {
+          Curve& curve = curves[c];
+          if (progress) progress->SetNote(LayoutName(curve.layout));
+          const uint64_t n_min = options.from * curve.layout.block_keys;
+          const uint64_t n_max = options.to * curve.layout.block_keys;
+          TraceRow row;
+          auto flush = [&] {
+            if (row.n_first == 0 || row.n_last < n_min) return;
+            row.expected = ExpectedStash(curve.layout, row.m, row.n_last, false);
+            row.uniform = ExpectedStash(curve.layout, row.m, row.n_last, true);
+            curve.rows.push_back(row);
+          };
+          return InsertAndWatch(
+              curve.layout, RunSeed(options.seed, 0), n_max,
+              [&](uint64_t n, uint64_t m, uint64_t stash) {
+                if (m != row.m) {
+                  flush();
+                  row = TraceRow{};
+                  row.m = m;
+                  row.n_first = n;
+                  row.stash_min = stash;
+                }
+                row.n_last = n;
+                row.stash_min = std::min(row.stash_min, stash);
+                row.stash_max = std::max(row.stash_max, stash);
+                row.stash_last = stash;
+                if (n == n_max) flush();
+                if (progress && n % kProgressChunk == 0) {
+                  progress->Add(kProgressChunk);
+                }
+              });
+        });
+    if (!status.ok()) return status;
+  }
+
+  // The cyclic pattern in numbers: per round, the largest stash / n over
+  // the first and over the last quarter of its bucket counts, measured and
+  // under the Poisson model.
+  out << absl::StrFormat(
+      "Stash / n per round, n in [%d B, %d B] (seed %d): the largest over "
+      "the first and the last quarter of each round's bucket counts, "
+      "measured (model)\n\n",
+      options.from, options.to, options.seed);
+  out << "| B | eps | s0 | round | buckets | first quarter | last quarter |\n"
+         "|---|---|---|---|---|---|---|\n";
+  for (const Curve& curve : curves) {
+    const uint64_t s0 = curve.layout.s0;
+    struct Quarter {
+      double measured = 0, model = 0;
+      bool seen = false;
+    };
+    std::map<int, std::pair<Quarter, Quarter>> rounds;
+    for (const TraceRow& r : curve.rows) {
+      const mapping::RoundState state(s0, r.m);
+      const double start = static_cast<double>(s0 * state.groups());
+      const double f = (static_cast<double>(r.m) - start) / start;
+      auto& [first, last] = rounds[state.log2_groups() + 1];
+      Quarter* q = f < 0.25 ? &first : f >= 0.75 ? &last : nullptr;
+      if (q == nullptr) continue;
+      const double n = static_cast<double>(r.n_last);
+      q->measured = std::max(q->measured, static_cast<double>(r.stash_max) / n);
+      q->model = std::max(q->model, r.expected / n);
+      q->seen = true;
+    }
+    for (const auto& [round, quarters] : rounds) {
+      const auto& [first, last] = quarters;
+      if (!first.seen || !last.seen) continue;
+      const uint64_t lo = s0 << (round - 1);
+      out << absl::StrFormat("| %d | %s | %d | %d | %d-%d | %s (%s) | %s (%s) |\n",
+                             curve.layout.block_keys,
+                             FormatEpsilon(curve.layout.epsilon), s0, round, lo,
+                             2 * lo, Ratio(first.measured), Ratio(first.model),
+                             Ratio(last.measured), Ratio(last.model));
+    }
+  }
+  out << std::flush;
+
+  if (options.csv_path.empty()) return absl::OkStatus();
+  {
+    std::ofstream csv(options.csv_path);
+    csv << "block_keys,epsilon,s0,m,round,step,converted,n_first,n_last,"
+           "stash_min,stash_max,stash_last,expected_stash,uniform_stash\n";
+    for (const Curve& curve : curves) {
+      for (const TraceRow& r : curve.rows) {
+        const mapping::RoundState state(curve.layout.s0, r.m);
+        csv << absl::StrFormat(
+            "%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.6g,%.6g\n",
+            curve.layout.block_keys, FormatEpsilon(curve.layout.epsilon),
+            curve.layout.s0, r.m, state.log2_groups() + 1, state.step(),
+            state.converted(), r.n_first, r.n_last, r.stash_min, r.stash_max,
+            r.stash_last, r.expected, r.uniform);
+      }
+    }
+    if (!csv) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot write ", options.csv_path));
+    }
+  }
+  if (options.plot_path.empty()) return absl::OkStatus();
+  // A panel per (epsilon, s0) and B: the measured stash / n (the largest at
+  // each bucket count) and, dashed, the Poisson model's, against m / s0 on
+  // a log scale, so that each round is one octave between grid lines.
+  const int columns = static_cast<int>(options.block_keys.size());
+  const int rows = static_cast<int>(curves.size()) / columns;
+  std::string script = absl::StrFormat(
+      "set terminal pngcairo size %d,%d font ',9'\n"
+      "set output '%s'\nset datafile separator ','\n"
+      "set logscale x 2\nset logscale y 10\nset format y '10^{%%L}'\n"
+      "set grid xtics\nset xlabel 'buckets m / s0 (a round per octave)'\n"
+      "set ylabel 'stash / n'\nset key top left\n"
+      "set multiplot layout %d,%d\n",
+      560 * columns, 260 * rows, options.plot_path, rows, columns);
+  for (const double e : options.epsilons) {
+    for (const uint32_t b : options.block_keys) {
+      for (const Curve& curve : curves) {
+        if (curve.layout.block_keys != b || curve.layout.epsilon != e) {
+          continue;
+        }
+        const std::string eps = FormatEpsilon(e);
+        const std::string select = absl::StrFormat(
+            "(column(1) == %d && strcol(2) eq '%s' && column(3) == %d ? ", b,
+            eps, curve.layout.s0);
+        absl::StrAppendFormat(
+            &script,
+            "set title 'B = %d, eps = %s, s0 = %d'\n"
+            "plot '%s' skip 1 using (column(4) / %d.0):%scolumn(11) / "
+            "column(9) : NaN) with lines lw 1.2 lc 1 title 'measured', "
+            "'%s' skip 1 using (column(4) / %d.0):%scolumn(13) / column(9) : "
+            "NaN) with lines dt 2 lc 2 title 'Poisson model'\n",
+            b, eps, curve.layout.s0, options.csv_path, curve.layout.s0, select,
+            options.csv_path, curve.layout.s0, select);
+      }
+    }
+  }
+  script += "unset multiplot\n";
+  return RunGnuplot(script);
 }
 
 }  // namespace roundtable::cli
