@@ -342,4 +342,74 @@ TEST(RoundtableCliTest, BalanceExperimentRunsSmall) {
   EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 1 + 2 + 2 + 1 + 1);
 }
 
+TEST(RoundtableCliTest, StashExperimentWritesTheTableAndTheCsv) {
+  const std::string base =
+      testing::TempDir() + "/stash_" + std::to_string(getpid());
+  Outcome o = RunTool(
+      "experiment stash --block_keys=32 --epsilons=1/8,1/4 --s0=2,8 "
+      "--from=8 --to=64 --threads=2 --csv=" + base + ".csv");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("| s0 | eps = 1/8 | eps = 1/4 |"), std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("| uniform |"), std::string::npos) << o.out;
+  std::string csv = Slurp(base + ".csv");
+  EXPECT_EQ(csv.rfind("block_keys,epsilon,s0,n_min,n_max,max_stash_ratio,"
+                      "predicted_ratio,uniform_ratio,",
+                      0),
+            0u)
+      << csv;
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 4);
+  EXPECT_NE(csv.find("\n32,1/8,2,256,2048,"), std::string::npos) << csv;
+
+  // The trace at s0 = 2 / epsilon, with a plot when gnuplot is here.
+  o = RunTool(
+      "experiment stash --trace --block_keys=32 --epsilons=1/8 --from=8 "
+      "--to=64 --csv=" + base + "_trace.csv --plot=" + base + ".png");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("| 32 | 1/8 | 16 |"), std::string::npos) << o.out;
+  csv = Slurp(base + "_trace.csv");
+  EXPECT_EQ(csv.rfind("block_keys,epsilon,s0,m,round,step,", 0), 0u) << csv;
+  EXPECT_GT(std::count(csv.begin(), csv.end(), '\n'), 50);
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
+    EXPECT_GT(Slurp(base + ".png").size(), 1000u);
+  } else {
+    EXPECT_NE(o.err.find("gnuplot is not installed"), std::string::npos)
+        << o.err;
+  }
+}
+
+TEST(RoundtableCliTest, TransfersExperimentRunsQuick) {
+  const std::string csv =
+      testing::TempDir() + "/transfers_" + std::to_string(getpid()) + ".csv";
+  const Outcome o = RunTool("experiment transfers --quick --s0=4 --csv=" + csv);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("B=128 eps=1/8 s0=4"), std::string::npos) << o.out;
+  const std::string table = Slurp(csv);
+  EXPECT_EQ(table.rfind("block_keys,epsilon,s0,n,m,", 0), 0u) << table;
+  // n = B, 2B, ..., 256B for two epsilons.
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 1 + 2 * 9);
+}
+
+TEST(RoundtableCliTest, ExperimentsRefuseBadFlags) {
+  struct Bad {
+    std::string args, says;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {"experiment stash --epsilons=2", "epsilon '2'"},
+           {"experiment stash --epsilons=1/x", "epsilon '1/x'"},
+           {"experiment stash --block_keys=0", "--block_keys"},
+           {"experiment stash --block_keys=9999", "--block_keys"},
+           {"experiment stash --from=5 --to=5", "--from=5 --to=5"},
+           {"experiment stash --repetitions=0", "--repetitions"},
+           {"experiment stash --trace --plot=x.png", "--plot needs --csv"},
+           {"experiment transfers --block_keys=abc", "abc"},
+           {"experiment transfers --to=0", "--to"},
+       }) {
+    const Outcome o = RunTool(bad.args);
+    EXPECT_EQ(o.exit_code, 1) << bad.args << "\n" << o.err;
+    EXPECT_NE(o.err.find(bad.says), std::string::npos)
+        << bad.args << "\nstderr: " << o.err;
+  }
+}
+
 }  // namespace

@@ -225,11 +225,13 @@ bool GnuplotAvailable() {
   return std::system("command -v gnuplot >/dev/null 2>&1") == 0;
 }
 
-absl::Status RunGnuplot(const std::string& script) {
+absl::Status DrawPlot(const std::string& script, const std::string& png) {
   if (!GnuplotAvailable()) {
-    return absl::FailedPreconditionError(
-        "gnuplot is not installed (apt-get install gnuplot-nox); the CSV is "
-        "written, the plot is not");
+    std::fprintf(stderr,
+                 "gnuplot is not installed (apt-get install gnuplot-nox): the "
+                 "CSV is written, the plot %s is not\n",
+                 png.c_str());
+    return absl::OkStatus();
   }
   FILE* pipe = popen("gnuplot", "w");
   if (pipe == nullptr) {
@@ -238,7 +240,8 @@ absl::Status RunGnuplot(const std::string& script) {
   }
   std::fwrite(script.data(), 1, script.size(), pipe);
   if (pclose(pipe) != 0) {
-    return absl::InternalError("gnuplot failed on the plot script");
+    return absl::InternalError(
+        absl::StrCat("gnuplot failed to draw ", png));
   }
   return absl::OkStatus();
 }

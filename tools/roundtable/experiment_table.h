@@ -98,9 +98,9 @@ class Progress {
 // Whether gnuplot is on the PATH.
 bool GnuplotAvailable();
 
-// Runs `script` with gnuplot; FailedPrecondition when gnuplot is missing,
-// Internal when it fails.
-absl::Status RunGnuplot(const std::string& script);
+// Runs `script`, which draws `png`, with gnuplot; Internal when gnuplot
+// fails. Without gnuplot it says so on standard error and returns OK.
+absl::Status DrawPlot(const std::string& script, const std::string& png);
 
 }  // namespace roundtable::cli
 

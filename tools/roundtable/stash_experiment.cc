@@ -427,7 +427,7 @@ absl::Status RunStashTrace(const StashOptions& options, std::ostream& out) {
     }
   }
   script += "unset multiplot\n";
-  return RunGnuplot(script);
+  return DrawPlot(script, options.plot_path);
 }
 
 }  // namespace roundtable::cli

@@ -278,7 +278,7 @@ absl::StatusOr<std::vector<TransfersPoint>> RunTransfers(
         series(11, "linespoints pt 11 lc 4", "lookup, absent key"));
   }
   script += "unset multiplot\n";
-  RT_RETURN_IF_ERROR(RunGnuplot(script));
+  RT_RETURN_IF_ERROR(DrawPlot(script, options.plot_path));
   return points;
 }
 
