@@ -221,6 +221,8 @@ absl::StatusOr<StashOptions> StashFlags() {
     auto s0 = ParseList("s0", absl::GetFlag(FLAGS_s0));
     if (!s0.ok()) return s0.status();
     o.s0s = *s0;
+  } else if (absl::GetFlag(FLAGS_trace)) {
+    o.s0s.clear();  // the trace runs at s0 = 2 / epsilon
   }
   if (!absl::GetFlag(FLAGS_quick)) {
     o.from = absl::GetFlag(FLAGS_from);
