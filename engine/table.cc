@@ -176,8 +176,8 @@ class Table::Impl {
 
   uint32_t block_size() const { return block_size_; }
 
-  // A block to edit, with the table's record limit.
-  internal::EncodedBlock Editable(std::span<std::byte> bytes) const {
+  // A view of a block's bytes with the table's record limit.
+  internal::EncodedBlock BlockView(std::span<std::byte> bytes) const {
     return internal::EncodedBlock(bytes, block_records_);
   }
 
@@ -462,10 +462,15 @@ class Table::Impl {
     if (stash_.Find(b, key, h) != nullptr) {
       return Fail(RemoveFromStash(b, key));
     }
-    RT_ASSIGN_OR_RETURN(internal::EncodedBlock block, EditBlock(b));
+    bool fresh = false;
+    RT_ASSIGN_OR_RETURN(internal::EncodedBlock block, EditBlock(b, &fresh));
     ++logical_.delete_reads;
     const auto found = block.Find(key, internal::TagOf(h));
-    if (!found) return absl::OkStatus();
+    if (!found) {
+      // Nothing to write: an absent key leaves no held block behind.
+      if (fresh) Unhold(b);
+      return absl::OkStatus();
+    }
     data_bytes_ -= found->size;
     block.Remove(*found);
     --record_count_;
@@ -597,7 +602,7 @@ class Table::Impl {
     io::AlignedBuffer buffer(block_size());
     for (uint64_t b = 0; b < m; ++b) {
       RT_RETURN_IF_ERROR(LoadBlock(b, buffer.span()));
-      const internal::EncodedBlock block = Editable(buffer.span());
+      const internal::EncodedBlock block = BlockView(buffer.span());
       absl::Status s;
       block.ForEachTagged(
           [&](std::string_view k, std::string_view v, uint16_t tag) {
@@ -831,16 +836,20 @@ class Table::Impl {
 
   // Bucket b's block, to edit in place: a held block where it lies; any
   // other is read (from the cache, or from the file and verified) into a
-  // newly held slot and dropped from the cache. The edit is the write: the
-  // block stays held until the next checkpoint, as a stored one would.
-  absl::StatusOr<internal::EncodedBlock> EditBlock(uint64_t b)
+  // newly held slot and dropped from the cache, and *fresh (if given) is
+  // set. The edit is the write: the block stays held until the next
+  // checkpoint, as a stored one would (Unhold undoes a fresh hold that
+  // changed nothing).
+  absl::StatusOr<internal::EncodedBlock> EditBlock(uint64_t b,
+                                                   bool* fresh = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (std::byte* held = FindHeld(b)) return Editable({held, block_size()});
+    if (std::byte* held = FindHeld(b)) return BlockView({held, block_size()});
+    if (fresh != nullptr) *fresh = true;
     const uint64_t block = b + kHeaderBlocks;
     std::span<std::byte> slot = blocks_->Hold(block);
     if (cache_.Lookup(b, slot)) {
       cache_.Drop(b);
-      return Editable(slot);
+      return BlockView(slot);
     }
     // Read before holding: a held block would answer its own read.
     blocks_->Release(block);
@@ -848,7 +857,14 @@ class Table::Impl {
     RT_RETURN_IF_ERROR(internal::VerifyBlock(work_.span(), b));
     slot = blocks_->Hold(block);
     std::memcpy(slot.data(), work_.data(), block_size());
-    return Editable(slot);
+    return BlockView(slot);
+  }
+
+  // Returns a block freshly held by EditBlock, unchanged, to the cache.
+  void Unhold(uint64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const uint64_t block = b + kHeaderBlocks;
+    cache_.Insert(b, blocks_->Hold(block));
+    blocks_->Release(block);
   }
 
   // Bucket b's block into `out`: from the cache, or held, or from the
@@ -896,7 +912,7 @@ class Table::Impl {
     blocks.reserve(rebuilt.size());
     for (size_t i = 0; i < rebuilt.size(); ++i) {
       out.emplace_back(block_size());
-      blocks.push_back(Editable(out.back().span()));
+      blocks.push_back(BlockView(out.back().span()));
       blocks.back().Init(rebuilt[i]);
       slot[rebuilt[i]] = i;
     }
