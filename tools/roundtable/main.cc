@@ -31,6 +31,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "io/status_macros.h"
 #include "tools/roundtable/balance.h"
 #include "tools/roundtable/map_command.h"
 #include "tools/roundtable/stash_experiment.h"
@@ -207,32 +208,47 @@ absl::StatusOr<std::vector<double>> ParseEpsilons() {
   return values;
 }
 
+// Overrides an experiment's layouts with --block_keys, --epsilons and --s0
+// where they are given.
+absl::Status LayoutFlags(std::vector<uint32_t>* block_keys,
+                         std::vector<double>* epsilons,
+                         std::vector<uint64_t>* s0s) {
+  auto keys = ParseBlockKeys();
+  if (!keys.ok()) return keys.status();
+  if (!keys->empty()) *block_keys = *keys;
+  auto eps = ParseEpsilons();
+  if (!eps.ok()) return eps.status();
+  if (!eps->empty()) *epsilons = *eps;
+  if (!absl::GetFlag(FLAGS_s0).empty()) {
+    auto s0 = ParseList("s0", absl::GetFlag(FLAGS_s0));
+    if (!s0.ok()) return s0.status();
+    *s0s = *s0;
+  }
+  return absl::OkStatus();
+}
+
+// The flags every experiment on tables shares.
+template <typename ExperimentOptions>
+void RunFlags(ExperimentOptions* o) {
+  o->seed = absl::GetFlag(FLAGS_seed);
+  o->threads = Threads();
+  o->csv_path = absl::GetFlag(FLAGS_csv);
+  o->plot_path = absl::GetFlag(FLAGS_plot);
+}
+
 // The flags of `experiment stash`, over the defaults or the --quick preset.
 absl::StatusOr<StashOptions> StashFlags() {
   StashOptions o = absl::GetFlag(FLAGS_quick) ? QuickStashOptions()
                                               : StashOptions();
-  auto keys = ParseBlockKeys();
-  if (!keys.ok()) return keys.status();
-  if (!keys->empty()) o.block_keys = *keys;
-  auto epsilons = ParseEpsilons();
-  if (!epsilons.ok()) return epsilons.status();
-  if (!epsilons->empty()) o.epsilons = *epsilons;
-  if (!absl::GetFlag(FLAGS_s0).empty()) {
-    auto s0 = ParseList("s0", absl::GetFlag(FLAGS_s0));
-    if (!s0.ok()) return s0.status();
-    o.s0s = *s0;
-  } else if (absl::GetFlag(FLAGS_trace)) {
-    o.s0s.clear();  // the trace runs at s0 = 2 / epsilon
-  }
+  // The trace runs at s0 = 2 / epsilon unless --s0 is given.
+  if (absl::GetFlag(FLAGS_trace)) o.s0s.clear();
+  RT_RETURN_IF_ERROR(LayoutFlags(&o.block_keys, &o.epsilons, &o.s0s));
   if (!absl::GetFlag(FLAGS_quick)) {
     o.from = absl::GetFlag(FLAGS_from);
     o.to = absl::GetFlag(FLAGS_to);
   }
-  o.seed = absl::GetFlag(FLAGS_seed);
   o.repetitions = absl::GetFlag(FLAGS_repetitions);
-  o.threads = Threads();
-  o.csv_path = absl::GetFlag(FLAGS_csv);
-  o.plot_path = absl::GetFlag(FLAGS_plot);
+  RunFlags(&o);
   return o;
 }
 
@@ -254,25 +270,13 @@ int Transfers() {
   const char* name = "experiment transfers";
   TransfersOptions o = absl::GetFlag(FLAGS_quick) ? QuickTransfersOptions()
                                                   : TransfersOptions();
-  auto keys = ParseBlockKeys();
-  if (!keys.ok()) return Fail(name, keys.status());
-  if (!keys->empty()) o.block_keys = *keys;
-  auto epsilons = ParseEpsilons();
-  if (!epsilons.ok()) return Fail(name, epsilons.status());
-  if (!epsilons->empty()) o.epsilons = *epsilons;
-  if (!absl::GetFlag(FLAGS_s0).empty()) {
-    auto s0 = ParseList("s0", absl::GetFlag(FLAGS_s0));
-    if (!s0.ok()) return Fail(name, s0.status());
-    o.s0s = *s0;
-  }
+  const absl::Status flags = LayoutFlags(&o.block_keys, &o.epsilons, &o.s0s);
+  if (!flags.ok()) return Fail(name, flags);
   if (!absl::GetFlag(FLAGS_quick)) {
     o.to = absl::GetFlag(FLAGS_to);
     o.samples = absl::GetFlag(FLAGS_samples);
   }
-  o.seed = absl::GetFlag(FLAGS_seed);
-  o.threads = Threads();
-  o.csv_path = absl::GetFlag(FLAGS_csv);
-  o.plot_path = absl::GetFlag(FLAGS_plot);
+  RunFlags(&o);
   auto points = RunTransfers(o, std::cout);
   if (!points.ok()) return Fail(name, points.status());
   return 0;

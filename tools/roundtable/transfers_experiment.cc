@@ -272,7 +272,7 @@ absl::StatusOr<std::vector<TransfersPoint>> RunTransfers(
     absl::StrAppendFormat(
         &script, "set title '%s'\nplot %s, %s, %s, %s, %s\n", LayoutName(l),
         series(7, "linespoints pt 7 lc 1", "insert"),
-        series(8, "lines dt 2 lc 1", "insert, 2 + (2s+1)/((1-eps)B)"),
+        series(8, "lines dt 2 lc 1", "insert, model"),
         series(13, "linespoints pt 5 lc 2", "delete"),
         series(9, "linespoints pt 9 lc 3", "lookup, present key"),
         series(11, "linespoints pt 11 lc 4", "lookup, absent key"));
