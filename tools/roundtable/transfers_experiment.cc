@@ -127,9 +127,14 @@ class LayoutRun {
 
   absl::Status DeleteAndRestore(uint64_t n, TransfersPoint* p) {
     const uint64_t count = std::min(options_.samples, n / 2);
+    // Distinct keys in the order drawn (a hash set's order would differ
+    // from process to process, and the run would not repeat).
     absl::flat_hash_set<uint64_t> chosen;
-    while (chosen.size() < count) chosen.insert(rng_() % n);
-    const std::vector<uint64_t> keys(chosen.begin(), chosen.end());
+    std::vector<uint64_t> keys;
+    while (keys.size() < count) {
+      const uint64_t i = rng_() % n;
+      if (chosen.insert(i).second) keys.push_back(i);
+    }
     const uint64_t before_all = WriteTransfers(last_.logical);
     char buffer[8];
     for (const uint64_t i : keys) {
