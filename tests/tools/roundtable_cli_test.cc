@@ -378,6 +378,18 @@ TEST(RoundtableCliTest, StashExperimentWritesTheTableAndTheCsv) {
   }
 }
 
+// The preset CI and tools/paper_experiments.sh --quick run.
+TEST(RoundtableCliTest, StashExperimentQuickPresetRuns) {
+  const std::string csv =
+      testing::TempDir() + "/stash_quick_" + std::to_string(getpid()) + ".csv";
+  const Outcome o = RunTool("experiment stash --quick --csv=" + csv);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("over n in [64 B, 512 B]"), std::string::npos) << o.out;
+  const std::string table = Slurp(csv);
+  // B = 512, three epsilons, three s0.
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 1 + 9);
+}
+
 TEST(RoundtableCliTest, TransfersExperimentRunsQuick) {
   const std::string csv =
       testing::TempDir() + "/transfers_" + std::to_string(getpid()) + ".csv";
