@@ -846,13 +846,16 @@ class Table::Impl {
     if (std::byte* held = FindHeld(b)) return BlockView({held, block_size()});
     if (fresh != nullptr) *fresh = true;
     const uint64_t block = b + kHeaderBlocks;
-    std::span<std::byte> slot = blocks_->Hold(block);
-    if (cache_.Lookup(b, slot)) {
+    std::span<std::byte> slot;
+    cache_.Visit(b, [&](std::span<const std::byte> cached) {
+      slot = blocks_->Hold(block);
+      std::memcpy(slot.data(), cached.data(), block_size());
+    });
+    if (!slot.empty()) {
       cache_.Drop(b);
       return BlockView(slot);
     }
     // Read before holding: a held block would answer its own read.
-    blocks_->Release(block);
     RT_RETURN_IF_ERROR(blocks_->Read(block, work_.span()));
     RT_RETURN_IF_ERROR(internal::VerifyBlock(work_.span(), b));
     slot = blocks_->Hold(block);
@@ -863,7 +866,7 @@ class Table::Impl {
   // Returns a block freshly held by EditBlock, unchanged, to the cache.
   void Unhold(uint64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const uint64_t block = b + kHeaderBlocks;
-    cache_.Insert(b, blocks_->Hold(block));
+    cache_.Insert(b, {blocks_->Held(block), block_size()});
     blocks_->Release(block);
   }
 

@@ -51,7 +51,7 @@ class DeferredDevice final : public io::BlockDevice {
   // already, or a new slot (with unspecified bytes) held from now on.
   // REQUIRES: block < num_blocks().
   std::span<std::byte> Hold(uint64_t block);
-  // Forgets the held bytes of `block` (a Hold whose filling failed).
+  // Forgets the held bytes of `block` (its owner returns it unchanged).
   void Release(uint64_t block);
 
   // Forgets the held blocks: call once they and the size reached the inner

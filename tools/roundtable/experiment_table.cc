@@ -36,12 +36,24 @@ uint32_t MaxBlockKeys() {
   return (65536 - kBlockHeaderBytes) / kPaperRecordBytes;
 }
 
+absl::Status CheckRun(const std::vector<uint32_t>& block_keys,
+                      const RunOptions& run) {
+  for (const uint32_t b : block_keys) {
+    if (b == 0 || b > MaxBlockKeys()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--block_keys: ", b, " is outside [1, ", MaxBlockKeys(), "]"));
+    }
+  }
+  if (!run.plot_path.empty() && run.csv_path.empty()) {
+    return absl::InvalidArgumentError("--plot needs --csv (it plots the CSV)");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Table>> OpenPaperTable(const PaperLayout& layout,
                                                       uint64_t seed) {
-  if (layout.block_keys == 0 || layout.block_keys > MaxBlockKeys()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("B = ", layout.block_keys, " keys per block is outside [1, ",
-                     MaxBlockKeys(), "]"));
+  if (absl::Status s = CheckRun({layout.block_keys}, RunOptions()); !s.ok()) {
+    return s;
   }
   Options o;
   o.backend = io::Backend::kMemory;

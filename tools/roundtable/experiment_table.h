@@ -16,11 +16,26 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/table.h"
 
 namespace roundtable::cli {
+
+// What every experiment on paper tables takes besides its layouts.
+struct RunOptions {
+  uint64_t seed = 1;
+  int threads = 2;
+  std::string csv_path;   // empty: no CSV
+  std::string plot_path;  // empty: no plot (a PNG drawn from the CSV)
+  bool progress = true;
+};
+
+// InvalidArgument for a B outside [1, MaxBlockKeys()] or a plot without a
+// CSV.
+absl::Status CheckRun(const std::vector<uint32_t>& block_keys,
+                      const RunOptions& run);
 
 // One layout of the paper's experiments.
 struct PaperLayout {

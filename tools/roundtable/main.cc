@@ -228,8 +228,7 @@ absl::Status LayoutFlags(std::vector<uint32_t>* block_keys,
 }
 
 // The flags every experiment on tables shares.
-template <typename ExperimentOptions>
-void RunFlags(ExperimentOptions* o) {
+void RunFlags(RunOptions* o) {
   o->seed = absl::GetFlag(FLAGS_seed);
   o->threads = Threads();
   o->csv_path = absl::GetFlag(FLAGS_csv);

@@ -24,12 +24,7 @@ absl::Status Validate(const StashOptions& o) {
   if (o.block_keys.empty() || o.epsilons.empty()) {
     return absl::InvalidArgumentError("no B or no epsilon to run");
   }
-  for (const uint32_t b : o.block_keys) {
-    if (b == 0 || b > MaxBlockKeys()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--block_keys: ", b, " is outside [1, ", MaxBlockKeys(), "]"));
-    }
-  }
+  if (absl::Status s = CheckRun(o.block_keys, o); !s.ok()) return s;
   for (const double e : o.epsilons) {
     if (!(e > 0 && e <= 0.5)) {
       return absl::InvalidArgumentError(
@@ -49,9 +44,6 @@ absl::Status Validate(const StashOptions& o) {
   }
   if (o.repetitions < 1) {
     return absl::InvalidArgumentError("--repetitions must be at least 1");
-  }
-  if (!o.plot_path.empty() && o.csv_path.empty()) {
-    return absl::InvalidArgumentError("--plot needs --csv (it plots the CSV)");
   }
   return absl::OkStatus();
 }

@@ -19,7 +19,7 @@
 
 namespace roundtable::cli {
 
-struct StashOptions {
+struct StashOptions : RunOptions {
   std::vector<uint32_t> block_keys = {512, 1024, 2048};
   std::vector<double> epsilons = {1.0 / 4, 1.0 / 8, 1.0 / 16, 1.0 / 32,
                                   1.0 / 64};
@@ -28,12 +28,8 @@ struct StashOptions {
   // n runs over [from * B, to * B]; the table is filled from empty.
   uint64_t from = 1024;
   uint64_t to = 8192;
-  uint64_t seed = 1;
   int repetitions = 1;  // runs per cell, each with its own hash seed
-  int threads = 2;
-  std::string csv_path;  // empty: no CSV
-  std::string plot_path;  // trace only: a PNG drawn from the CSV
-  bool progress = true;
+  // The plot (RunOptions::plot_path) is the trace's only.
 };
 
 // The `--quick` preset: B = 512, three epsilons and s0 values, n from 2^6 B

@@ -179,12 +179,9 @@ TransfersOptions QuickTransfersOptions() {
 
 absl::StatusOr<std::vector<TransfersPoint>> RunTransfers(
     const TransfersOptions& options, std::ostream& out) {
+  RT_RETURN_IF_ERROR(CheckRun(options.block_keys, options));
   std::vector<PaperLayout> layouts;
   for (const uint32_t b : options.block_keys) {
-    if (b == 0 || b > MaxBlockKeys()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--block_keys: ", b, " is outside [1, ", MaxBlockKeys(), "]"));
-    }
     for (const double e : options.epsilons) {
       for (const uint64_t s0 : options.s0s) layouts.push_back({b, e, s0});
     }
@@ -192,9 +189,6 @@ absl::StatusOr<std::vector<TransfersPoint>> RunTransfers(
   if (layouts.empty()) return absl::InvalidArgumentError("nothing to run");
   if (options.to < 1 || options.to > (uint64_t{1} << 24)) {
     return absl::InvalidArgumentError("--to must be in [1, 2^24]");
-  }
-  if (!options.plot_path.empty() && options.csv_path.empty()) {
-    return absl::InvalidArgumentError("--plot needs --csv (it plots the CSV)");
   }
   uint64_t total = 0;
   for (const PaperLayout& l : layouts) total += options.to * l.block_keys;

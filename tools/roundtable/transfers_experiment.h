@@ -18,18 +18,13 @@
 
 namespace roundtable::cli {
 
-struct TransfersOptions {
+struct TransfersOptions : RunOptions {
   std::vector<uint32_t> block_keys = {512};
   std::vector<double> epsilons = {1.0 / 8, 1.0 / 32};
   std::vector<uint64_t> s0s = {1, 8, 32};
   // Measured at n = B, 2B, 4B, ... up to `to` * B.
   uint64_t to = 8192;
   uint64_t samples = 10000;  // lookups of each kind and deletes per point
-  uint64_t seed = 1;
-  int threads = 2;
-  std::string csv_path;
-  std::string plot_path;
-  bool progress = true;
 };
 
 // The `--quick` preset: B = 128, up to 256 B, 2000 samples.
