@@ -182,8 +182,10 @@ TEST(RoundtableCliTest, KilledLoadLeavesAPrefixOfWholeBatches) {
   std::ofstream(in) << input;
   for (const int batch : {1, 100}) {
     const std::string batch_flag = "--batch=" + std::to_string(batch);
-    // How long a whole load takes here: the kills land at random moments
-    // inside it, whatever the machine's speed.
+    // How long a whole load takes here starts the kill delay; each round
+    // then moves it towards the middle of the load (later when the kill came
+    // before the first record, earlier when the load had finished), so kills
+    // land inside the load whatever the machine's speed and load.
     const std::string timing_dir = TableDir();
     ASSERT_EQ(
         RunTool("create " + timing_dir + " --s0=4 --block_size=1024").exit_code,
@@ -192,13 +194,13 @@ TEST(RoundtableCliTest, KilledLoadLeavesAPrefixOfWholeBatches) {
     ASSERT_EQ(RunTool("load " + timing_dir + " " + in + " --sync " + batch_flag)
                   .exit_code,
               0);
-    const uint64_t whole_us =
+    double delay_us = static_cast<double>(
         std::chrono::duration_cast<std::chrono::microseconds>(
             std::chrono::steady_clock::now() - start)
-            .count();
+            .count()) / 2;
     std::system(("rm -rf " + timing_dir).c_str());
     int cut = 0;  // rounds killed part-way through the input
-    for (int round = 0; round < 6; ++round) {
+    for (int round = 0; round < 40 && (round < 6 || cut < 2); ++round) {
       SCOPED_TRACE("batch " + std::to_string(batch) + ", round " +
                    std::to_string(round));
       const std::string dir = TableDir();
@@ -211,7 +213,9 @@ TEST(RoundtableCliTest, KilledLoadLeavesAPrefixOfWholeBatches) {
               "--sync", batch_flag.c_str(), static_cast<char*>(nullptr));
         _exit(127);
       }
-      usleep(whole_us / 10 + rng() % (whole_us * 8 / 10 + 1));
+      // A random moment in [0.5, 1.5) times the current delay.
+      usleep(static_cast<useconds_t>(
+          delay_us * (0.5 + static_cast<double>(rng() % 1000) / 1000)));
       kill(child, SIGKILL);
       int status = 0;
       ASSERT_EQ(waitpid(child, &status, 0), child);
@@ -232,6 +236,8 @@ TEST(RoundtableCliTest, KilledLoadLeavesAPrefixOfWholeBatches) {
       ASSERT_EQ(stored, prefix) << k << " records stored";
       EXPECT_TRUE(k % batch == 0 || k == lines.size()) << k;
       cut += k > 0 && k < lines.size();
+      if (k == 0) delay_us *= 1.5;
+      if (k == lines.size()) delay_us *= 0.6;
       std::system(("rm -rf " + dir).c_str());
     }
     EXPECT_GT(cut, 0) << "no kill landed inside the load";
