@@ -2,11 +2,21 @@
 # Installs, from Debian's packages, whatever roundtable needs to build and test
 # that is not already on the machine. Safe to run again: it installs nothing
 # when everything is present. Extra package names given as arguments are
-# installed too (tools/bench scripts use this for gnuplot and the peers).
+# installed too (the bench scripts use this for gnuplot); --peers adds the
+# stores kvbench compares roundtable with (bench/kvbench: each is compiled in
+# only where its -dev package is installed).
 set -euo pipefail
 
 packages=(cmake g++ make pkg-config liburing-dev libxxhash-dev libabsl-dev
-          libgtest-dev libbenchmark-dev "$@")
+          libgtest-dev libbenchmark-dev)
+for arg in "$@"; do
+  if [ "$arg" = "--peers" ]; then
+    packages+=(librocksdb-dev libleveldb-dev liblmdb-dev libtkrzw-dev
+               libkyotocabinet-dev libdb-dev libgdbm-dev binutils)
+  else
+    packages+=("$arg")
+  fi
+done
 
 missing=()
 for p in "${packages[@]}"; do

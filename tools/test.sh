@@ -22,7 +22,8 @@ for arg in "$@"; do
   esac
 done
 
-"$top/tools/setup.sh"
+# The peers too, so that kvbench's tests run every adapter.
+"$top/tools/setup.sh" --peers
 ctest_args=(--output-on-failure -j "$(nproc)")
 [ "$all" -eq 1 ] || ctest_args+=(-LE slow)
 

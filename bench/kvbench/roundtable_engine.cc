@@ -1,0 +1,94 @@
+// roundtable with its defaults (4 KiB blocks, s0 = 32, epsilon = 0.1), the
+// block cache given the memory budget, and a sync of the log on every write
+// when asked. It has nothing to pre-size: the table grows a bucket at a time.
+#include <memory>
+
+#include "absl/strings/str_format.h"
+#include "bench/kvbench/kv_engine.h"
+#include "engine/table.h"
+
+namespace roundtable::kvbench {
+namespace {
+
+class RoundtableEngine : public KvEngine {
+ public:
+  RoundtableEngine(std::unique_ptr<Table> table, bool sync)
+      : table_(std::move(table)) {
+    write_.sync = sync;
+  }
+
+  absl::Status Get(std::string_view key, std::string* value) override {
+    return table_->Get(key, value);
+  }
+  absl::Status Put(std::string_view key, std::string_view value) override {
+    return table_->Put(key, value, write_);
+  }
+  absl::Status Delete(std::string_view key) override {
+    return table_->Delete(key, write_);
+  }
+  absl::Status PutBatch(std::span<const KvRecord> records) override {
+    WriteBatch batch;
+    for (const KvRecord& r : records) batch.Put(r.key, r.value);
+    return table_->Write(batch, write_);
+  }
+  absl::StatusOr<uint64_t> Scan() override {
+    uint64_t n = 0;
+    auto it = table_->NewIterator();
+    for (; it->Valid(); it->Next()) ++n;
+    if (!it->status().ok()) return it->status();
+    return n;
+  }
+  absl::Status Sync() override { return table_->Sync(); }
+  absl::Status Close() override { return table_->Close(); }
+
+  std::vector<std::pair<std::string, double>> Stats() override {
+    const TableStats s = table_->GetStats();
+    const LogicalLedger& l = s.logical;
+    return {{"buckets", s.buckets},
+            {"stash_records", s.stash_records},
+            {"utilization", s.utilization},
+            {"logical_get_reads", l.get_reads},
+            {"logical_put_reads", l.put_reads},
+            {"logical_put_writes", l.put_writes},
+            {"logical_delete_reads", l.delete_reads},
+            {"logical_delete_writes", l.delete_writes},
+            {"logical_grow_reads", l.grow_reads},
+            {"logical_grow_writes", l.grow_writes},
+            {"logical_shrink_reads", l.shrink_reads},
+            {"logical_shrink_writes", l.shrink_writes},
+            {"grows", l.grows},
+            {"shrinks", l.shrinks},
+            {"cache_hits", s.cache_hits},
+            {"cache_misses", s.cache_misses},
+            {"physical_block_reads", s.physical_blocks.blocks_read},
+            {"physical_block_writes", s.physical_blocks.blocks_written},
+            {"checkpoints", s.checkpoints}};
+  }
+
+ private:
+  std::unique_ptr<Table> table_;
+  WriteOptions write_;
+};
+
+}  // namespace
+
+std::vector<EngineInfo> RoundtableEngines() {
+  const Options defaults;
+  EngineInfo info;
+  info.name = "roundtable";
+  info.version = "0.1.0 (this tree)";
+  info.config = absl::StrFormat(
+      "block %d B, s0 %d, epsilon %.2f, block cache = budget",
+      defaults.block_size, defaults.s0, defaults.epsilon);
+  info.open = [](const EngineOptions& o)
+      -> absl::StatusOr<std::unique_ptr<KvEngine>> {
+    Options options;
+    options.block_cache_bytes = o.cache_bytes;
+    auto table = Table::Open(options, o.dir);
+    if (!table.ok()) return table.status();
+    return std::make_unique<RoundtableEngine>(std::move(*table), o.sync);
+  };
+  return {info};
+}
+
+}  // namespace roundtable::kvbench
