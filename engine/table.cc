@@ -905,17 +905,15 @@ class Table::Impl {
   // of their stash lists goes to its bucket under the current mapping; each
   // bucket of `rebuilt` is written anew, overflowing into its stash list.
   absl::Status Redistribute(const std::vector<uint64_t>& sources,
-                            std::vector<io::AlignedBuffer>& bytes,
+                            std::span<io::AlignedBuffer> bytes,
                             const std::vector<uint64_t>& rebuilt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     absl::flat_hash_map<uint64_t, size_t> slot;  // bucket -> index in out
-    std::vector<io::AlignedBuffer> out;
+    std::span<io::AlignedBuffer> out = StepBuffers(step_out_, rebuilt.size());
     std::vector<internal::EncodedBlock> blocks;
-    out.reserve(rebuilt.size());
     blocks.reserve(rebuilt.size());
     for (size_t i = 0; i < rebuilt.size(); ++i) {
-      out.emplace_back(block_size());
-      blocks.push_back(BlockView(out.back().span()));
+      blocks.push_back(BlockView(out[i].span()));
       blocks.back().Init(rebuilt[i]);
       slot[rebuilt[i]] = i;
     }
@@ -968,14 +966,23 @@ class Table::Impl {
     return MaybeRewriteStashCopy();
   }
 
-  // Reads the blocks of `buckets` into fresh buffers.
-  absl::StatusOr<std::vector<io::AlignedBuffer>> LoadBlocks(
-      const std::vector<uint64_t>& buckets) {
-    std::vector<io::AlignedBuffer> bytes;
-    bytes.reserve(buckets.size());
-    for (const uint64_t b : buckets) {
-      bytes.emplace_back(block_size());
-      RT_RETURN_IF_ERROR(LoadBlock(b, bytes.back().span()));
+  // The first n of `buffers`, which gains unzeroed blocks as needed. A grow
+  // or shrink step touches about 2 s0 blocks; allocating (and zeroing) them
+  // anew at every step cost as much as moving the records.
+  std::span<io::AlignedBuffer> StepBuffers(
+      std::vector<io::AlignedBuffer>& buffers, size_t n) {
+    while (buffers.size() < n) {
+      buffers.emplace_back(block_size(), 4096, /*zeroed=*/false);
+    }
+    return std::span<io::AlignedBuffer>(buffers).first(n);
+  }
+
+  // Reads the blocks of `buckets` into the first of step_in_.
+  absl::StatusOr<std::span<io::AlignedBuffer>> LoadBlocks(
+      const std::vector<uint64_t>& buckets) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::span<io::AlignedBuffer> bytes = StepBuffers(step_in_, buckets.size());
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      RT_RETURN_IF_ERROR(LoadBlock(buckets[i], bytes[i].span()));
     }
     return bytes;
   }
@@ -1131,6 +1138,9 @@ class Table::Impl {
   // A block read from the file before a Put or Delete edits it, and the
   // empty blocks of a new table.
   io::AlignedBuffer work_ ABSL_GUARDED_BY(mu_);
+  // The blocks a grow or shrink step reads, and those it rebuilds.
+  std::vector<io::AlignedBuffer> step_in_ ABSL_GUARDED_BY(mu_);
+  std::vector<io::AlignedBuffer> step_out_ ABSL_GUARDED_BY(mu_);
   const size_t payload_;
 
   internal::Stash stash_ ABSL_GUARDED_BY(mu_);
@@ -1409,7 +1419,15 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
   // clean close may have had them removed): then they are empty.
   io::DeviceOptions aux = dev;
   aux.create_if_missing = !options.read_only;
-  RT_ASSIGN_OR_RETURN(files.wal, open(kWalFile, aux));
+  // The log takes a small append per write: through a mapping, that is a
+  // copy into the page cache rather than a system call, and it survives a
+  // crash of the process all the same. A backend named in the options (or
+  // direct I/O) is used for every file.
+  io::DeviceOptions wal = aux;
+  if (wal.backend == io::Backend::kAuto && !wal.direct_io) {
+    wal.backend = io::Backend::kMmap;
+  }
+  RT_ASSIGN_OR_RETURN(files.wal, open(kWalFile, wal));
   RT_ASSIGN_OR_RETURN(files.journal, open(kJournalFile, aux));
   if (!exists) {
     // Whatever an earlier creation cut short left behind is discarded.

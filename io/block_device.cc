@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "io/memory_device.h"
+#include "io/mmap_device.h"
 #include "io/posix_device.h"
 #include "io/status_macros.h"
 #include "io/uring_device.h"
@@ -167,9 +168,10 @@ absl::StatusOr<Backend> ParseBackend(std::string_view name) {
   if (name == "uring" || name == "io_uring") return Backend::kUring;
   if (name == "posix") return Backend::kPosix;
   if (name == "memory") return Backend::kMemory;
+  if (name == "mmap") return Backend::kMmap;
   return absl::InvalidArgumentError(
       absl::StrCat("unknown backend '", std::string(name),
-                   "'; expected auto, uring, posix or memory"));
+                   "'; expected auto, uring, posix, memory or mmap"));
 }
 
 bool UringAvailable(std::string* why) {
@@ -204,6 +206,8 @@ absl::StatusOr<std::unique_ptr<BlockDevice>> OpenBlockDevice(
       return NewMemoryDevice(bs);
     case Backend::kPosix:
       return OpenPosixDevice(path, options);
+    case Backend::kMmap:
+      return OpenMmapDevice(path, options);
     case Backend::kUring: {
       std::string why;
       if (!UringAvailable(&why)) {

@@ -1,7 +1,7 @@
 // BlockDevice: the one interface through which roundtable reads and writes
 // bytes. A device is an array of fixed-size blocks numbered from 0; every
-// transfer is whole blocks. Backends: io_uring, POSIX, memory, and a
-// fault-injection wrapper over any of them (docs/io.md).
+// transfer is whole blocks. Backends: io_uring, POSIX, a memory-mapped file,
+// memory, and a fault-injection wrapper over any of them (docs/io.md).
 //
 // Thread-safety: every method of every backend may be called from any number
 // of threads at once; each call is atomic with respect to the ledger, and
@@ -25,7 +25,7 @@ namespace roundtable::io {
 
 // What a device is and can do.
 struct Capabilities {
-  std::string backend;      // "uring", "posix", "memory", "fault(<inner>)"
+  std::string backend;  // "uring", "posix", "memory", "mmap", "fault(<inner>)"
   uint32_t block_size = 0;  // bytes; a power of two from 512 to 65536
   bool direct_io = false;   // O_DIRECT: buffers must be aligned (below)
   bool parallel_batches = false;  // a batch's transfers run concurrently
@@ -44,7 +44,7 @@ struct IoStats {
   uint64_t read_ops = 0;     // Read calls plus requests of ReadBatch calls
   uint64_t write_ops = 0;    // Write calls plus requests of WriteBatch calls
   uint64_t submissions = 0;  // system calls that started transfers (0 for
-                             // memory)
+                             // memory; mmap makes them only to sync)
   uint64_t syncs = 0;
   uint64_t wait_ns = 0;  // time spent waiting for transfers and syncs
 };
@@ -149,9 +149,9 @@ class BlockDevice {
   IoLedger ledger_;
 };
 
-enum class Backend { kAuto, kUring, kPosix, kMemory };
+enum class Backend { kAuto, kUring, kPosix, kMemory, kMmap };
 
-// "auto", "uring", "posix", "memory"; InvalidArgument otherwise.
+// "auto", "uring", "posix", "memory", "mmap"; InvalidArgument otherwise.
 absl::StatusOr<Backend> ParseBackend(std::string_view name);
 
 struct DeviceOptions {

@@ -1,7 +1,7 @@
 // The BlockDevice contract (io/block_device.h), run against every backend:
-// memory, POSIX and io_uring (buffered and direct), and the fault-injection
-// wrapper. io_uring cases skip where no ring can be created; direct cases
-// skip where the file system refuses O_DIRECT.
+// memory, POSIX, mmap and io_uring (buffered and direct), and the
+// fault-injection wrapper. io_uring cases skip where no ring can be created;
+// direct cases skip where the file system refuses O_DIRECT.
 #include <unistd.h>
 
 #include <algorithm>
@@ -239,7 +239,9 @@ TEST_P(BlockDeviceContractTest, LedgerCountsTransfers) {
   EXPECT_EQ(s.bytes_read, 3u * kBlock);
   EXPECT_EQ(s.read_ops, 3u);
   EXPECT_EQ(s.syncs, 1u);
-  if (persistent() && !GetParam().fault_wrapper) {
+  if (GetParam().backend == Backend::kMmap && !GetParam().fault_wrapper) {
+    EXPECT_EQ(s.submissions, 1u);  // copies into the mapping, then the sync
+  } else if (persistent() && !GetParam().fault_wrapper) {
     EXPECT_GE(s.submissions, 3u);  // at least one call for each transfer kind
   }
   EXPECT_GT(s.wait_ns, 0u);
@@ -282,11 +284,13 @@ std::vector<BackendCase> Cases() {
   return {
       {"memory", Backend::kMemory, false, false},
       {"posix", Backend::kPosix, false, false},
+      {"mmap", Backend::kMmap, false, false},
       {"posix_direct", Backend::kPosix, true, false},
       {"uring", Backend::kUring, false, false},
       {"uring_direct", Backend::kUring, true, false},
       {"fault_memory", Backend::kMemory, false, true},
       {"fault_posix", Backend::kPosix, false, true},
+      {"fault_mmap", Backend::kMmap, false, true},
   };
 }
 
@@ -353,6 +357,13 @@ TEST(OpenBlockDeviceTest, RejectsBadOptionsAndMissingFiles) {
   EXPECT_EQ(ParseBackend("zfs").status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(*ParseBackend("posix"), Backend::kPosix);
+  EXPECT_EQ(*ParseBackend("mmap"), Backend::kMmap);
+  // A mapping always goes through the page cache.
+  options.backend = Backend::kMmap;
+  options.direct_io = true;
+  options.create_if_missing = true;
+  EXPECT_EQ(OpenBlockDevice(TempPath("mmap_direct"), options).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ ABSL_FLAG(std::string, pattern, "randread",
 ABSL_FLAG(uint32_t, block_size, 4096, "bytes per transfer");
 ABSL_FLAG(uint32_t, qd, 1, "queue depth: transfers in flight at once");
 ABSL_FLAG(bool, direct, false, "O_DIRECT (bypass the page cache)");
-ABSL_FLAG(std::string, backend, "auto", "auto, uring or posix");
+ABSL_FLAG(std::string, backend, "auto", "auto, uring, posix or mmap");
 ABSL_FLAG(double, seconds, 10, "how long to run");
 ABSL_FLAG(uint64_t, count, 0, "stop after this many transfers (0: no limit)");
 ABSL_FLAG(uint32_t, rwmix_read, 50, "randrw: percent of reads");
