@@ -1113,6 +1113,10 @@ class Table::Impl {
       }
       layer.seen->Clear();
     }
+    // The journal is stale once the superblock that it carried is synced
+    // (Open ignores a journal not newer than the superblock), so its
+    // images need not take the disk until the next checkpoint.
+    RT_RETURN_IF_ERROR(files_.journal->Resize(0));
     sb_ = next;
     ++checkpoints_;
     return wal_.Start(applied_seq_ + 1);

@@ -17,7 +17,8 @@
 //                 --reads gets of present keys: device reads per lookup
 //   deleterandom  deletes every present key, in a random order
 //   growth        --num puts into an empty store opened with no size hint,
-//                 sampled every second (throughput, max latency, file size)
+//                 sampled every second (throughput, max latency, file size);
+//                 --duration cuts it short (ops says how far it got)
 //   fillsync      --sync_writes puts, each durable before it returns
 // Keys are 16 bytes; values --value_size bytes of random data.
 //
@@ -65,6 +66,9 @@ ABSL_FLAG(uint64_t, cache_size, 256 << 20,
 ABSL_FLAG(int32_t, readwritepercent, 50,
           "readrandomwriterandom: percentage of reads");
 ABSL_FLAG(double, zipf_theta, 0.99, "readzipf's skew, in (0, 1)");
+ABSL_FLAG(uint64_t, duration, 0,
+          "growth stops after this many seconds, short of --num (0: none); "
+          "the later workloads use the records it stored");
 ABSL_FLAG(uint64_t, seed, 301, "seed of the key order and values");
 ABSL_FLAG(std::string, db_dir, "/tmp/kvbench",
           "directory for the stores (one subdirectory per engine, removed "
@@ -328,6 +332,7 @@ int Main(int argc, char** argv) {
   config.cache_bytes = absl::GetFlag(FLAGS_cache_size);
   config.read_write_percent = absl::GetFlag(FLAGS_readwritepercent);
   config.zipf_theta = absl::GetFlag(FLAGS_zipf_theta);
+  config.duration_seconds = absl::GetFlag(FLAGS_duration);
   config.seed = absl::GetFlag(FLAGS_seed);
   config.db_dir = absl::GetFlag(FLAGS_db_dir);
 

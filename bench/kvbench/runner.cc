@@ -213,10 +213,13 @@ absl::Status Runner::Growth(
   GrowthSample sample;
   uint64_t last_report = 0;
   std::string value;
-  for (uint64_t i = 0; i < n; ++i) {
+  const uint64_t limit_ns = config_.duration_seconds * 1000000000;
+  uint64_t i = 0;
+  for (; i < n; ++i) {
     const uint64_t index = keys_.Permute(i);
     const auto key = KeySpace::Key(index);
     const Clock::time_point t0 = Clock::now();
+    if (limit_ns > 0 && Nanos(start, t0) >= limit_ns) break;
     absl::Status s = engine_->Put(KeyView(key), values_.Value(index));
     const Clock::time_point t1 = Clock::now();
     if (!s.ok()) return s;
@@ -224,7 +227,8 @@ absl::Status Runner::Growth(
     r->latency.Add(ns);
     ++sample.ops;
     sample.max_ns = std::max(sample.max_ns, ns);
-    if (Nanos(sample_start, t1) >= 1000000000 || i + 1 == n) {
+    if (Nanos(sample_start, t1) >= 1000000000 || i + 1 == n ||
+        (limit_ns > 0 && Nanos(start, t1) >= limit_ns)) {
       sample.seconds = Nanos(start, t1) * 1e-9;
       sample.records = i + 1;
       sample.bytes_on_disk = BytesOnDisk(dir_);
@@ -240,9 +244,14 @@ absl::Status Runner::Growth(
     }
   }
   r->seconds = Nanos(start, Clock::now()) * 1e-9;
-  r->ops = n;
-  r->user_bytes_written = n * (kKeyBytes + config_.value_size);
-  records_ = n;
+  r->ops = i;
+  r->user_bytes_written = i * (kKeyBytes + config_.value_size);
+  records_ = i;
+  if (i < n && progress) {
+    progress(absl::StrFormat("%s growth: stopped by --duration at %d of %d "
+                             "records",
+                             info_.name, i, n));
+  }
   return absl::OkStatus();
 }
 
@@ -323,7 +332,10 @@ absl::StatusOr<Result> Runner::Run(
             if (zipf) {
               index = keys_.Permute(zipfs[t]->Next() % config_.num);
             } else {
-              index = rngs[t]() % present;
+              // The stored keys are those of the first records_ indices in
+              // the fill order (all of [0, num) after a whole fill; a
+              // growth cut short by --duration stored fewer).
+              index = keys_.Permute(rngs[t]() % present);
               if (missing) index += config_.num;
             }
             const auto key = KeySpace::Key(index);
@@ -344,7 +356,7 @@ absl::StatusOr<Result> Runner::Run(
       seconds = Parallel(
           ops, threads,
           [&](int t, uint64_t) {
-            const uint64_t index = rngs[t]() % present;
+            const uint64_t index = keys_.Permute(rngs[t]() % present);
             const auto key = KeySpace::Key(index);
             if (static_cast<int>(rngs[t]() % 100) < read_percent) {
               return Call(

@@ -38,6 +38,8 @@ struct RunConfig {
   uint64_t cache_bytes = 256 << 20;
   int read_write_percent = 50;  // readrandomwriterandom's share of reads
   double zipf_theta = 0.99;
+  // growth stops inserting after this many seconds, short of num (0: never).
+  uint64_t duration_seconds = 0;
   uint64_t seed = 301;
   std::string db_dir = "/tmp/kvbench";
 };

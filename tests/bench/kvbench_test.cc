@@ -224,6 +224,29 @@ TEST_P(EngineContractTest, WorkloadsSeeWhatWasWritten) {
   }
 }
 
+TEST_P(EngineContractTest, GrowthCutShortByDurationLeavesWhatItStored) {
+  RunConfig config;
+  config.num = 100000000;  // far more than a second's inserts
+  config.reads = 2000;
+  config.duration_seconds = 1;
+  config.cache_bytes = 8 << 20;
+  config.db_dir = TestDir("duration_" + GetParam());
+  Runner runner(Info(), config);
+  Result r = MustRun(runner, "growth");
+  EXPECT_GT(r.ops, 0u);
+  EXPECT_LT(r.ops, config.num);
+  EXPECT_EQ(r.records, r.ops);
+  EXPECT_LT(r.seconds, 30);
+  ASSERT_FALSE(r.series.empty());
+  EXPECT_EQ(r.series.back().records, r.ops);
+  const uint64_t stored = r.ops;
+  r = MustRun(runner, "readrandom");
+  EXPECT_EQ(r.found, 2000u);
+  EXPECT_EQ(MustRun(runner, "readseq").ops, stored);
+  EXPECT_TRUE(runner.Finish().ok());
+  std::filesystem::remove_all(config.db_dir);
+}
+
 TEST_P(EngineContractTest, UnknownBenchmarkIsInvalidArgument) {
   RunConfig config;
   config.num = 10;
