@@ -328,17 +328,13 @@ absl::StatusOr<Result> Runner::Run(
       seconds = Parallel(
           reads, threads,
           [&](int t, uint64_t) {
-            uint64_t index;
-            if (zipf) {
-              index = keys_.Permute(zipfs[t]->Next() % config_.num);
-            } else {
-              // The stored keys are those of the first records_ indices in
-              // the fill order (all of [0, num) after a whole fill; a
-              // growth cut short by --duration stored fewer).
-              index = keys_.Permute(rngs[t]() % present);
-              if (missing) index += config_.num;
-            }
-            const auto key = KeySpace::Key(index);
+            // The stored keys are those of the first records_ indices in
+            // the fill order (all of [0, num) after a whole fill; a growth
+            // cut short by --duration stored fewer).
+            const uint64_t index = keys_.Permute(
+                zipf ? zipfs[t]->Next() : rngs[t]() % present);
+            const auto key = missing ? KeySpace::MissingKey(index)
+                                     : KeySpace::Key(index);
             return Call([&] { return engine_->Get(KeyView(key), &values[t]); });
           },
           &r.latency, &r.found);

@@ -56,12 +56,24 @@ uint64_t KeySpace::Permute(uint64_t i) const {
   return x;
 }
 
-std::array<char, kKeyBytes> KeySpace::Key(uint64_t index) {
+namespace {
+
+std::array<char, kKeyBytes> HexKey(uint64_t v) {
   std::array<char, kKeyBytes> key;
-  for (int d = kKeyBytes - 1; d >= 0; --d, index >>= 4) {
-    key[d] = "0123456789abcdef"[index & 15];
+  for (int d = kKeyBytes - 1; d >= 0; --d, v >>= 4) {
+    key[d] = "0123456789abcdef"[v & 15];
   }
   return key;
+}
+
+}  // namespace
+
+std::array<char, kKeyBytes> KeySpace::Key(uint64_t index) {
+  return HexKey(index << 1);
+}
+
+std::array<char, kKeyBytes> KeySpace::MissingKey(uint64_t index) {
+  return HexKey((index << 1) | 1);
 }
 
 ZipfGenerator::ZipfGenerator(uint64_t n, double theta, uint64_t seed)

@@ -22,10 +22,13 @@ namespace roundtable::kvbench {
 
 inline constexpr size_t kKeyBytes = 16;
 
-// The keys of a run of n records. Key i is the 16 lowercase hex digits of i,
-// so keys sort in index order and fillseq writes them in key order; the
+// The keys of a run of n records. Key(i) is the 16 lowercase hex digits of
+// 2i, so keys sort in index order and fillseq writes them in key order; the
 // random workloads visit the same keys in the order of a keyed permutation
-// of [0, n). Indices n .. 2n - 1 name keys that are never stored (misses).
+// of [0, n). MissingKey(i), the digits of 2i + 1, is never stored and sorts
+// between Key(i) and Key(i + 1): a miss falls among the stored keys, as a
+// real one would, not past the last of them (where an ordered store would
+// answer every miss from its last page).
 class KeySpace {
  public:
   KeySpace(uint64_t n, uint64_t seed);
@@ -35,6 +38,7 @@ class KeySpace {
   // even number of bits that holds n - 1, walked until it lands below n.
   uint64_t Permute(uint64_t i) const;
   static std::array<char, kKeyBytes> Key(uint64_t index);
+  static std::array<char, kKeyBytes> MissingKey(uint64_t index);
 
  private:
   uint64_t Round(int round, uint64_t half) const;

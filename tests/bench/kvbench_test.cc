@@ -62,17 +62,24 @@ TEST(KeySpaceTest, PermuteDependsOnTheSeedAndScatters) {
   EXPECT_LT(fixed, 20);
 }
 
-TEST(KeySpaceTest, KeysSortInIndexOrderAndAreSixteenBytes) {
+std::string Str(const std::array<char, kKeyBytes>& key) {
+  return std::string(key.begin(), key.end());
+}
+
+TEST(KeySpaceTest, KeysSortInIndexOrderWithEachMissBetweenTwoKeys) {
   std::mt19937_64 rng(5);
   for (int t = 0; t < 10000; ++t) {
-    const uint64_t i = rng() >> (rng() % 64), j = rng() >> (rng() % 64);
-    const auto ki = KeySpace::Key(i), kj = KeySpace::Key(j);
-    EXPECT_EQ(i < j, std::string(ki.begin(), ki.end()) <
-                         std::string(kj.begin(), kj.end()))
+    // Indices below 2^62, the most a run could use.
+    const uint64_t i = (rng() >> 2) >> (rng() % 62);
+    const uint64_t j = (rng() >> 2) >> (rng() % 62);
+    EXPECT_EQ(i < j, Str(KeySpace::Key(i)) < Str(KeySpace::Key(j)))
         << i << " " << j;
+    EXPECT_LT(Str(KeySpace::Key(i)), Str(KeySpace::MissingKey(i))) << i;
+    EXPECT_LT(Str(KeySpace::MissingKey(i)), Str(KeySpace::Key(i + 1))) << i;
+    EXPECT_NE(Str(KeySpace::MissingKey(i)), Str(KeySpace::Key(j)));
   }
-  const auto k = KeySpace::Key(0xabc);
-  EXPECT_EQ(std::string(k.begin(), k.end()), "0000000000000abc");
+  EXPECT_EQ(Str(KeySpace::Key(0xabc)), "0000000000001578");
+  EXPECT_EQ(Str(KeySpace::MissingKey(0xabc)), "0000000000001579");
 }
 
 TEST(ZipfGeneratorTest, RanksFollowTheLaw) {
