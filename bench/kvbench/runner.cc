@@ -176,22 +176,29 @@ absl::Status Runner::Fill(Result* r, bool sequential, uint64_t n,
                           int threads) {
   const int batch = config_.batch;
   const uint64_t calls = (n + batch - 1) / batch;
+  // Each thread's batch, reused from call to call.
+  std::vector<std::vector<std::array<char, kKeyBytes>>> batch_keys(threads);
+  std::vector<std::vector<KvRecord>> batch_records(threads);
   absl::StatusOr<double> seconds = Parallel(
       calls, threads,
-      [&](int, uint64_t call) {
+      [&](int t, uint64_t call) {
         const uint64_t first = call * batch;
         const uint64_t last = std::min<uint64_t>(first + batch, n);
-        std::vector<std::array<char, kKeyBytes>> keys(last - first);
-        std::vector<KvRecord> records;
+        if (batch == 1) {  // no allocation inside the timed call
+          const uint64_t index = sequential ? first : keys_.Permute(first);
+          const auto key = KeySpace::Key(index);
+          return Call([&] {
+            return engine_->Put(KeyView(key), values_.Value(index));
+          });
+        }
+        std::vector<std::array<char, kKeyBytes>>& keys = batch_keys[t];
+        std::vector<KvRecord>& records = batch_records[t];
+        keys.resize(last - first);
+        records.clear();
         for (uint64_t i = first; i < last; ++i) {
           const uint64_t index = sequential ? i : keys_.Permute(i);
           keys[i - first] = KeySpace::Key(index);
           records.push_back({KeyView(keys[i - first]), values_.Value(index)});
-        }
-        if (records.size() == 1) {
-          return Call([&] {
-            return engine_->Put(records[0].key, records[0].value);
-          });
         }
         return Call([&] { return engine_->PutBatch(records); });
       },
@@ -212,7 +219,6 @@ absl::Status Runner::Growth(
   Clock::time_point sample_start = start;
   GrowthSample sample;
   uint64_t last_report = 0;
-  std::string value;
   const uint64_t limit_ns = config_.duration_seconds * 1000000000;
   uint64_t i = 0;
   for (; i < n; ++i) {
@@ -227,8 +233,7 @@ absl::Status Runner::Growth(
     r->latency.Add(ns);
     ++sample.ops;
     sample.max_ns = std::max(sample.max_ns, ns);
-    if (Nanos(sample_start, t1) >= 1000000000 || i + 1 == n ||
-        (limit_ns > 0 && Nanos(start, t1) >= limit_ns)) {
+    if (Nanos(sample_start, t1) >= 1000000000) {
       sample.seconds = Nanos(start, t1) * 1e-9;
       sample.records = i + 1;
       sample.bytes_on_disk = BytesOnDisk(dir_);
@@ -244,6 +249,12 @@ absl::Status Runner::Growth(
     }
   }
   r->seconds = Nanos(start, Clock::now()) * 1e-9;
+  if (sample.ops > 0 || r->series.empty()) {  // the last, partial second
+    sample.seconds = r->seconds;
+    sample.records = i;
+    sample.bytes_on_disk = BytesOnDisk(dir_);
+    r->series.push_back(sample);
+  }
   r->ops = i;
   r->user_bytes_written = i * (kKeyBytes + config_.value_size);
   records_ = i;

@@ -1,6 +1,7 @@
 #include "bench/kvbench/workload.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -231,6 +232,11 @@ uint64_t PeakRssBytes() {
   return 0;
 }
 
-void ResetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+void ResetPeakRss() {
+  // Memory an earlier engine freed goes back to the system first, so that
+  // it does not count as this workload's.
+  malloc_trim(0);
+  std::ofstream("/proc/self/clear_refs") << "5";
+}
 
 }  // namespace roundtable::kvbench

@@ -122,8 +122,10 @@ uint64_t BytesOnDisk(const std::string& path);
 // to the device. Needs no privileges.
 absl::Status DropPageCache(const std::string& path);
 
-// The process's peak resident set (VmHWM), and its reset (clear_refs 5):
-// peak memory per workload.
+// The process's peak resident set (VmHWM), and its reset (malloc_trim, so
+// that what earlier engines freed is returned, then clear_refs 5): peak
+// memory per workload. It counts the pages of mapped files the engine
+// touched, as the kernel does.
 uint64_t PeakRssBytes();
 void ResetPeakRss();
 
