@@ -2,6 +2,7 @@
 # roundtable beside its peers (docs/benchmarks.md, "Side by side"):
 #
 #   tools/kvbench.sh [--quick] [OUT_DIR]      (default docs/figures/kvbench)
+#   tools/kvbench.sh --plot [OUT_DIR]         redraws the plots of a run
 #
 # Installs the peers' Debian packages and gnuplot, builds kvbench, and runs:
 #   main    10^6 records of 100 bytes: fills, reads (uniform, Zipf, missing),
@@ -18,6 +19,8 @@
 # /tmp/kvbench; growth needs about 3 GB there).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+plot_only=0
+if [ "${1:-}" = "--plot" ]; then plot_only=1; shift; fi
 quick=()
 if [ "${1:-}" = "--quick" ]; then quick=(--quick); shift; fi
 if [ ${#quick[@]} -gt 0 ]; then
@@ -27,51 +30,39 @@ else
 fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-"$top/tools/setup.sh" --peers gnuplot-nox
-"$top/tools/build.sh" build -- --target kvbench >/dev/null
-kvbench="$top/build/bench/kvbench"
-db_dir=${KVBENCH_DB_DIR:-/tmp/kvbench}
-
-run() {  # name flags...: one kvbench run, its outputs and its time
-  local name=$1 start end
-  shift
-  start=$(date +%s)
-  "$kvbench" --db_dir="$db_dir" --json --csv="$out/$name.csv" \
-    --markdown="$out/$name.md" "${quick[@]}" "$@" >"$out/$name.jsonl"
-  end=$(date +%s)
-  echo "$name: $((end - start)) s ($(date -u +%F), $(git -C "$top" rev-parse --short HEAD), $(nproc) cores)" \
-    | tee -a "$out/timings.txt"
-}
-
-if [ ${#quick[@]} -gt 0 ]; then
-  run main --benchmarks=fillseq,fillrandom,readrandom,readzipf,readmissing,overwrite,readrandomwriterandom,readseq,deleterandom
-  run growth --benchmarks=growth,readcold --series_csv="$out/growth_series.csv"
-  run sync1 --benchmarks=fillsync --threads=1
-  run sync2 --benchmarks=fillsync --threads=2
-else
-  run main --num=1000000 \
-    --benchmarks=fillseq,fillrandom,readrandom,readzipf,readmissing,overwrite,readrandomwriterandom,readseq,deleterandom
-  run growth --num=10000000 --reads=100000 --duration=900 \
-    --benchmarks=growth,readcold --series_csv="$out/growth_series.csv"
-  run sync1 --num=1000000 --sync_writes=10000 --benchmarks=fillsync --threads=1
-  run sync2 --num=1000000 --sync_writes=10000 --benchmarks=fillsync --threads=2
-fi
-
 # Plots: growth over time, and latency percentiles of the main workloads.
-engines=$(tail -n +2 "$out/growth_series.csv" | cut -d, -f1 | uniq | tr '\n' ' ')
+plot() {
+# Each sample's rate is its inserts over its own length (a sample that
+# holds a long pause lasts more than a second).
+awk -F, 'NR > 1 { if ($1 != e) { e = $1; t = 0 }
+                  d = $2 - t; t = $2
+                  printf "%s,%s,%s,%s,%s,%s,%.1f\n", $1, $2, $3, $4, $5, $6, (d > 0 ? $3 / d : 0) }' \
+  "$out/growth_series.csv" >"$out/.growth_rates.csv"
+engines=$(cut -d, -f1 "$out/.growth_rates.csv" | uniq | tr '\n' ' ')
 gnuplot <<GNUPLOT
 set datafile separator ","
 set terminal pngcairo size 1100,700 noenhanced
 set key outside right
 set grid
+# Nine engines, nine colours.
+set linetype 1 lc rgb "#e41a1c" lw 2
+set linetype 2 lc rgb "#377eb8" lw 2
+set linetype 3 lc rgb "#4daf4a" lw 2
+set linetype 4 lc rgb "#984ea3" lw 2
+set linetype 5 lc rgb "#ff7f00" lw 2
+set linetype 6 lc rgb "#a65628" lw 2
+set linetype 7 lc rgb "#f781bf" lw 2
+set linetype 8 lc rgb "#999999" lw 2
+set linetype 9 lc rgb "#000000" lw 2
+set linetype cycle 9
 engines = "$engines"
-f = "$out/growth_series.csv"
+f = "$out/.growth_rates.csv"
 set xlabel "records stored (millions)"
 set output "$out/growth_throughput.png"
 set title "growth from empty, no size hint: inserts per second, sampled each second"
 set ylabel "inserts/s"
 set logscale y
-plot for [e in engines] f using (strcol(1) eq e ? \$5/1e6 : NaN):(strcol(1) eq e ? \$3 : NaN) with lines lw 2 title e
+plot for [e in engines] f using (strcol(1) eq e ? \$5/1e6 : NaN):(strcol(1) eq e ? \$7 : NaN) with lines lw 2 title e
 set output "$out/growth_max_latency.png"
 set title "growth: the slowest insert of each second"
 set ylabel "max latency (us)"
@@ -82,6 +73,7 @@ set title "growth: bytes on disk"
 set ylabel "MB on disk"
 plot for [e in engines] f using (strcol(1) eq e ? \$5/1e6 : NaN):(strcol(1) eq e ? \$6/1e6 : NaN) with lines lw 2 title e
 GNUPLOT
+rm -f "$out/.growth_rates.csv"
 for b in fillrandom readrandom readmissing overwrite; do
   grep -E "^[^,]+,$b," "$out/main.csv" | cut -d, -f1,11,12,13 >"$out/.latency_$b.csv" || true
   [ -s "$out/.latency_$b.csv" ] || continue
@@ -101,4 +93,40 @@ plot "$out/.latency_$b.csv" using 2:xtic(1) title "p50", '' using 3 title "p99",
 GNUPLOT
   rm -f "$out/.latency_$b.csv"
 done
+}
+
+if [ "$plot_only" -eq 1 ]; then
+  "$top/tools/setup.sh" gnuplot-nox
+else
+  "$top/tools/setup.sh" --peers gnuplot-nox
+  "$top/tools/build.sh" build -- --target kvbench >/dev/null
+  kvbench="$top/build/bench/kvbench"
+  db_dir=${KVBENCH_DB_DIR:-/tmp/kvbench}
+
+  run() {  # name flags...: one kvbench run, its outputs and its time
+    local name=$1 start end
+    shift
+    start=$(date +%s)
+    "$kvbench" --db_dir="$db_dir" --json --csv="$out/$name.csv" \
+      --markdown="$out/$name.md" "${quick[@]}" "$@" >"$out/$name.jsonl"
+    end=$(date +%s)
+    echo "$name: $((end - start)) s ($(date -u +%F), $(git -C "$top" rev-parse --short HEAD), $(nproc) cores)" \
+      | tee -a "$out/timings.txt"
+  }
+
+  if [ ${#quick[@]} -gt 0 ]; then
+    run main --benchmarks=fillseq,fillrandom,readrandom,readzipf,readmissing,overwrite,readrandomwriterandom,readseq,deleterandom
+    run growth --benchmarks=growth,readcold --series_csv="$out/growth_series.csv"
+    run sync1 --benchmarks=fillsync --threads=1
+    run sync2 --benchmarks=fillsync --threads=2
+  else
+    run main --num=1000000 \
+      --benchmarks=fillseq,fillrandom,readrandom,readzipf,readmissing,overwrite,readrandomwriterandom,readseq,deleterandom
+    run growth --num=10000000 --reads=100000 --duration=900 \
+      --benchmarks=growth,readcold --series_csv="$out/growth_series.csv"
+    run sync1 --num=1000000 --sync_writes=10000 --benchmarks=fillsync --threads=1
+    run sync2 --num=1000000 --sync_writes=10000 --benchmarks=fillsync --threads=2
+  fi
+fi
+plot
 echo "results in $out"
