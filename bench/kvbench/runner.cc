@@ -67,20 +67,22 @@ Runner::Runner(const EngineInfo& engine, const RunConfig& config)
 Runner::~Runner() { Finish().IgnoreError(); }
 
 absl::Status Runner::Finish() {
-  absl::Status s;
-  if (engine_) s = engine_->Close();
-  engine_.reset();
+  absl::Status s = CloseEngine();
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
   return s;
 }
 
+absl::Status Runner::CloseEngine() {
+  if (!engine_) return absl::OkStatus();
+  absl::Status s = engine_->Close();
+  engine_.reset();
+  return s;
+}
+
 absl::Status Runner::Reopen(uint64_t expected_records, bool sync) {
-  if (engine_) {
-    absl::Status s = engine_->Close();
-    engine_.reset();
-    if (!s.ok()) return s;
-  }
+  absl::Status s = CloseEngine();
+  if (!s.ok()) return s;
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) {
@@ -101,11 +103,8 @@ absl::Status Runner::Reopen(uint64_t expected_records, bool sync) {
 }
 
 absl::Status Runner::Reset(uint64_t expected_records, bool sync) {
-  if (engine_) {
-    absl::Status s = engine_->Close();
-    engine_.reset();
-    if (!s.ok()) return s;
-  }
+  absl::Status s = CloseEngine();
+  if (!s.ok()) return s;
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
   records_ = 0;
@@ -294,12 +293,11 @@ absl::StatusOr<Result> Runner::Run(
   } else if (benchmark == "readcold") {
     // Everything written and out of the page cache, the engine reopened
     // with empty caches.
-    if (engine_) {
-      s = engine_->Close();
-      engine_.reset();
-    }
+    s = CloseEngine();
     if (s.ok()) s = DropPageCache(dir_);
-    if (s.ok()) s = Reopen(expected_ > 0 ? expected_ : config_.num, config_.sync);
+    if (s.ok()) {
+      s = Reopen(expected_ > 0 ? expected_ : config_.num, config_.sync);
+    }
   } else {
     s = Ensure(config_.sync);
   }

@@ -96,6 +96,7 @@ class Runner {
   absl::Status Finish();
 
  private:
+  absl::Status CloseEngine();
   absl::Status Reset(uint64_t expected_records, bool sync);
   absl::Status Reopen(uint64_t expected_records, bool sync);
   absl::Status Ensure(bool sync);
