@@ -1113,10 +1113,15 @@ class Table::Impl {
       }
       layer.seen->Clear();
     }
-    // The journal is stale once the superblock that it carried is synced
-    // (Open ignores a journal not newer than the superblock), so its
-    // images need not take the disk until the next checkpoint.
-    RT_RETURN_IF_ERROR(files_.journal->Resize(0));
+    // Once the superblock is synced the journal's block images are stale;
+    // it is rewritten with the superblock alone, which frees their disk
+    // space and keeps a third copy of the newest superblock: if that copy
+    // in the block file is damaged, Open falls back to the older one, finds
+    // this journal newer, and lays the newest superblock over it again.
+    const internal::JournalEntry kept = {kBlocksFileId, next.slot(),
+                                         superblock.span()};
+    RT_RETURN_IF_ERROR(
+        internal::WriteJournal(*files_.journal, next.sequence, {&kept, 1}));
     sb_ = next;
     ++checkpoints_;
     return wal_.Start(applied_seq_ + 1);
