@@ -68,11 +68,14 @@ class MmapDevice : public BlockDevice {
     std::unique_lock<std::shared_mutex> lock(mu_);
     const off_t bytes = static_cast<off_t>(num_blocks * caps_.block_size);
     if (ftruncate(fd_, bytes) != 0) return FileError(errno, "ftruncate", path());
-    if (bytes > 0) {
-      // Blocks reserved now cannot run out later, when a store into the
-      // mapping would find no space and raise SIGBUS. A filesystem without
-      // fallocate leaves the file sparse, as ftruncate made it.
-      const int rc = posix_fallocate(fd_, 0, bytes);
+    const off_t mapped = static_cast<off_t>(mapped_bytes_);
+    if (bytes > mapped) {
+      // The blocks added are reserved now, so that they cannot run out
+      // later, when a store into the mapping would find no space and raise
+      // SIGBUS; the blocks already mapped were reserved when they were
+      // added. A filesystem without fallocate leaves the file sparse, as
+      // ftruncate made it.
+      const int rc = posix_fallocate(fd_, mapped, bytes - mapped);
       if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
         return FileError(rc, "fallocate", path());
       }
