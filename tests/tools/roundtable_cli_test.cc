@@ -408,6 +408,22 @@ TEST(RoundtableCliTest, TransfersExperimentRunsQuick) {
   EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 1 + 2 * 9);
 }
 
+TEST(RoundtableCliTest, PlacementExperimentWritesItsCsv) {
+  const std::string csv =
+      testing::TempDir() + "/placement_" + std::to_string(getpid()) + ".csv";
+  const Outcome o = RunTool(
+      "experiment placement --algorithms=ring,bounded --nodes=5,20 "
+      "--keys=3000 --vnodes=10,50 --c=1.5 --timing=false --csv=" +
+      csv);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("| ring | vnodes=50 | 20 | 3000 |"), std::string::npos)
+      << o.out;
+  const std::string table = Slurp(csv);
+  EXPECT_EQ(table.rfind("algorithm,nodes,keys,params,", 0), 0u) << table;
+  // ring twice and bounded once, on two node counts.
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 1 + 3 * 2);
+}
+
 TEST(RoundtableCliTest, ExperimentsRefuseBadFlags) {
   struct Bad {
     std::string args, says;
@@ -422,6 +438,12 @@ TEST(RoundtableCliTest, ExperimentsRefuseBadFlags) {
            {"experiment stash --trace --plot=x.png", "--plot needs --csv"},
            {"experiment transfers --block_keys=abc", "abc"},
            {"experiment transfers --to=0", "--to"},
+           {"experiment placement --algorithms=chord", "unknown 'chord'"},
+           {"experiment placement --nodes=1", "--nodes: 1"},
+           {"experiment placement --keys=x", "--keys: 'x'"},
+           {"experiment placement --c=1", "c = 1"},
+           {"experiment placement --c=abc", "--c: 'abc'"},
+           {"experiment placement --table_size=1000", "not a prime"},
        }) {
     const Outcome o = RunTool(bad.args);
     EXPECT_EQ(o.exit_code, 1) << bad.args << "\n" << o.err;

@@ -9,6 +9,10 @@
 //   roundtable experiment balance [--buckets=10000] [--values=1000000000]
 //       [--s0=1,2,...,128] [--mappings=round,...] [--threads=N] [--csv=FILE]
 //       the bucket-size distribution of evenly spaced hashes (Table 2).
+//   roundtable experiment placement [--algorithms=round,...] [--nodes=100]
+//       [--keys=1000000] [--vnodes --table_size --probes --c --choices --s0]
+//       [--runs=1] [--csv=FILE] [--plot=PNG]
+//       balance, moves and lookup cost of the placement schemes.
 //   roundtable create DIR [--block_size=4096 --s0=32 --epsilon=0.1]
 //   roundtable put DIR KEY VALUE | get DIR KEY | del DIR KEY
 //   roundtable load DIR [FILE] [--batch=N --sync] | scan DIR | stats DIR
@@ -29,14 +33,16 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "io/status_macros.h"
 #include "tools/roundtable/balance.h"
 #include "tools/roundtable/map_command.h"
+#include "tools/roundtable/placement_experiment.h"
 #include "tools/roundtable/stash_experiment.h"
-#include "tools/roundtable/transfers_experiment.h"
 #include "tools/roundtable/table_commands.h"
+#include "tools/roundtable/transfers_experiment.h"
 
 ABSL_FLAG(std::string, mapping, "round",
           "map: the mapping scheme (round, jump, linear-slack, "
@@ -85,6 +91,28 @@ ABSL_FLAG(bool, quick, false,
 ABSL_FLAG(bool, trace, false,
           "experiment stash: trace the stash against n (Figure 3) instead "
           "of the table of worst cases");
+ABSL_FLAG(std::vector<std::string>, algorithms, {},
+          "experiment placement: the schemes to measure (default all: "
+          "round,jump,rendezvous,ring,maglev,bounded,multiprobe,dchoice)");
+ABSL_FLAG(std::vector<std::string>, nodes, {"100"},
+          "experiment placement: node counts n >= 2, a comma-separated list");
+ABSL_FLAG(std::vector<std::string>, keys, {"1000000"},
+          "experiment placement: key counts, a comma-separated list");
+ABSL_FLAG(std::vector<std::string>, vnodes, {"100"},
+          "experiment placement: ring points per node, a list");
+ABSL_FLAG(std::vector<std::string>, table_size, {},
+          "experiment placement: Maglev table sizes (primes), a list "
+          "(default: the smallest prime >= max(65537, 100 (n + 1)))");
+ABSL_FLAG(std::vector<std::string>, probes, {"21"},
+          "experiment placement: multi-probe probes per key, a list");
+ABSL_FLAG(std::vector<std::string>, c, {"1.25"},
+          "experiment placement: bounded loads' c > 1 (capacity "
+          "ceil(c keys / n)), a list");
+ABSL_FLAG(std::vector<std::string>, choices, {"2"},
+          "experiment placement: d of the power of d choices, a list");
+ABSL_FLAG(int, runs, 1,
+          "experiment placement: runs of each cell, each with its own seed");
+ABSL_FLAG(bool, timing, true, "experiment placement: time the lookups");
 ABSL_FLAG(std::string, plot, "",
           "experiment stash --trace/transfers: draw the CSV as a PNG here "
           "(needs gnuplot)");
@@ -114,6 +142,10 @@ constexpr char kUsage[] =
     "  experiment stash    worst stash size per B, epsilon, s0 (Tables 3-5);\n"
     "                      --trace: the stash while n grows (Figure 3)\n"
     "  experiment transfers  block transfers per operation as n grows\n"
+    "  experiment placement  balance, moves and lookup cost of the placement\n"
+    "                      schemes (--algorithms --nodes --keys ...)\n"
+    "  experiment placement  balance, moves and lookup cost of the placement\n"
+    "                      schemes (--algorithms --nodes --keys ...)\n"
     "\n"
     "Run 'roundtable --help' for every flag; docs/cli.md has examples.";
 
@@ -237,8 +269,8 @@ void RunFlags(RunOptions* o) {
 
 // The flags of `experiment stash`, over the defaults or the --quick preset.
 absl::StatusOr<StashOptions> StashFlags() {
-  StashOptions o = absl::GetFlag(FLAGS_quick) ? QuickStashOptions()
-                                              : StashOptions();
+  StashOptions o =
+      absl::GetFlag(FLAGS_quick) ? QuickStashOptions() : StashOptions();
   // The trace runs at s0 = 2 / epsilon unless --s0 is given.
   if (absl::GetFlag(FLAGS_trace)) o.s0s.clear();
   RT_RETURN_IF_ERROR(LayoutFlags(&o.block_keys, &o.epsilons, &o.s0s));
@@ -267,8 +299,8 @@ int Stash() {
 
 int Transfers() {
   const char* name = "experiment transfers";
-  TransfersOptions o = absl::GetFlag(FLAGS_quick) ? QuickTransfersOptions()
-                                                  : TransfersOptions();
+  TransfersOptions o =
+      absl::GetFlag(FLAGS_quick) ? QuickTransfersOptions() : TransfersOptions();
   const absl::Status flags = LayoutFlags(&o.block_keys, &o.epsilons, &o.s0s);
   if (!flags.ok()) return Fail(name, flags);
   if (!absl::GetFlag(FLAGS_quick)) {
@@ -278,6 +310,57 @@ int Transfers() {
   RunFlags(&o);
   auto points = RunTransfers(o, std::cout);
   if (!points.ok()) return Fail(name, points.status());
+  return 0;
+}
+
+int PlacementExperiment() {
+  const char* name = "experiment placement";
+  PlacementOptions o;
+  if (!absl::GetFlag(FLAGS_algorithms).empty()) {
+    o.algorithms = absl::GetFlag(FLAGS_algorithms);
+  }
+  auto list = [&](const char* flag, const std::vector<std::string>& items,
+                  std::vector<uint64_t>* into) {
+    auto values = ParseList(flag, items);
+    if (!values.ok()) return values.status();
+    *into = *values;
+    return absl::OkStatus();
+  };
+  absl::Status status = list("nodes", absl::GetFlag(FLAGS_nodes), &o.nodes);
+  if (status.ok()) status = list("keys", absl::GetFlag(FLAGS_keys), &o.keys);
+  if (status.ok() && !absl::GetFlag(FLAGS_s0).empty()) {
+    status = list("s0", absl::GetFlag(FLAGS_s0), &o.s0s);
+  }
+  if (status.ok()) {
+    status = list("vnodes", absl::GetFlag(FLAGS_vnodes), &o.vnodes);
+  }
+  if (status.ok()) {
+    status =
+        list("table_size", absl::GetFlag(FLAGS_table_size), &o.table_sizes);
+  }
+  if (status.ok()) {
+    status = list("probes", absl::GetFlag(FLAGS_probes), &o.probes);
+  }
+  if (status.ok()) {
+    status = list("choices", absl::GetFlag(FLAGS_choices), &o.choices);
+  }
+  if (!status.ok()) return Fail(name, status);
+  o.cs.clear();
+  for (const std::string& text : absl::GetFlag(FLAGS_c)) {
+    double c = 0;
+    if (!absl::SimpleAtod(text, &c)) {
+      return Fail(name, absl::StrCat("--c: '", text, "' is not a number"));
+    }
+    o.cs.push_back(c);
+  }
+  o.seed = absl::GetFlag(FLAGS_seed);
+  o.runs = absl::GetFlag(FLAGS_runs);
+  o.timing = absl::GetFlag(FLAGS_timing);
+  o.csv_path = absl::GetFlag(FLAGS_csv);
+  o.plot_path = absl::GetFlag(FLAGS_plot);
+  o.progress = isatty(STDERR_FILENO);
+  auto rows = RunPlacement(o, std::cout);
+  if (!rows.ok()) return Fail(name, rows.status());
   return 0;
 }
 
@@ -373,6 +456,9 @@ int Main(int argc, char** argv) {
   if (words == std::vector<std::string>{"experiment", "stash"}) return Stash();
   if (words == std::vector<std::string>{"experiment", "transfers"}) {
     return Transfers();
+  }
+  if (words == std::vector<std::string>{"experiment", "placement"}) {
+    return PlacementExperiment();
   }
   if (const int rc = TableCommand(words); rc >= 0) return rc;
   std::cerr << "roundtable: unknown command '" << absl::StrJoin(words, " ")
