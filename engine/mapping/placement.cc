@@ -101,17 +101,29 @@ constexpr uint64_t kPrioritySalt = 0x5052494f52495459ULL;
 uint64_t NodeBase(NodeId node, uint64_t seed) { return Mix64(node, seed); }
 
 // The j-th probe (or choice) of a key: the hash itself first, derived
-// hashes after.
+// hashes Mix64(hash, j) after.
 uint64_t Probe(uint64_t hash, uint64_t j) {
   return j == 0 ? hash : Mix64(hash, j);
+}
+
+// MixSalt(j) for j < count, computed once: a lookup then derives probe j
+// as Mix64(hash ^ salts[j]), one mix instead of two.
+std::vector<uint64_t> ProbeSalts(uint64_t count) {
+  std::vector<uint64_t> salts(count);
+  for (uint64_t j = 0; j < count; ++j) {
+    salts[j] = MixSalt(j);
+  }
+  return salts;
 }
 
 // Sorted ring points with their owners (dense node indices) and a jump
 // table that finds the successor of a hash in expected constant time: the
 // top bits of the hash index the first point of their slice of the ring.
+// A sentinel point 2^64 - 1 after the last lets a scan stop without a
+// bounds check.
 class RingIndex {
  public:
-  size_t size() const { return points_.size(); }
+  size_t size() const { return owners_.size(); }
   uint64_t point(size_t i) const { return points_[i]; }
   uint32_t owner(size_t i) const { return owners_[i]; }
 
@@ -119,22 +131,25 @@ class RingIndex {
   // REQUIRES: size() > 0.
   size_t Successor(uint64_t h) const {
     size_t i = jump_[h >> shift_];
-    const size_t n = points_.size();
-    while (i < n && points_[i] < h) ++i;
-    return i == n ? 0 : i;
+    // A slice holds about two points: two steps without a branch, then a
+    // loop that is rarely entered.
+    i += points_[i] < h;
+    i += points_[i] < h;
+    while (points_[i] < h) ++i;
+    return i == owners_.size() ? 0 : i;
   }
 
   // Adds `points` (any order) owned by `owner`.
   void Insert(std::vector<uint64_t> points, uint32_t owner) {
     std::sort(points.begin(), points.end());
+    const size_t n = size();
     std::vector<uint64_t> merged_points;
     std::vector<uint32_t> merged_owners;
-    merged_points.reserve(points_.size() + points.size());
-    merged_owners.reserve(points_.size() + points.size());
+    merged_points.reserve(n + points.size() + 1);
+    merged_owners.reserve(n + points.size());
     size_t a = 0, b = 0;
-    while (a < points_.size() || b < points.size()) {
-      if (b == points.size() ||
-          (a < points_.size() && points_[a] <= points[b])) {
+    while (a < n || b < points.size()) {
+      if (b == points.size() || (a < n && points_[a] <= points[b])) {
         merged_points.push_back(points_[a]);
         merged_owners.push_back(owners_[a++]);
       } else {
@@ -142,6 +157,7 @@ class RingIndex {
         merged_owners.push_back(owner);
       }
     }
+    merged_points.push_back(kSentinel);
     points_ = std::move(merged_points);
     owners_ = std::move(merged_owners);
     Rebuild();
@@ -150,13 +166,14 @@ class RingIndex {
   // Drops the points of `index`; the points of `last` become `index`'s.
   void Remove(uint32_t index, uint32_t last) {
     size_t out = 0;
-    for (size_t i = 0; i < points_.size(); ++i) {
+    for (size_t i = 0; i < size(); ++i) {
       if (owners_[i] == index) continue;
       points_[out] = points_[i];
       owners_[out] = owners_[i] == last ? index : owners_[i];
       ++out;
     }
     points_.resize(out);
+    points_.push_back(kSentinel);
     owners_.resize(out);
     Rebuild();
   }
@@ -168,21 +185,23 @@ class RingIndex {
   }
 
  private:
-  // One jump entry for every two points or so: a successor scans about two.
+  static constexpr uint64_t kSentinel = ~uint64_t{0};
+
+  // One jump entry for every two points or so.
   void Rebuild() {
     const uint64_t slices =
-        std::max<uint64_t>(2, std::bit_ceil<uint64_t>(points_.size()) / 2);
+        std::max<uint64_t>(2, std::bit_ceil<uint64_t>(size()) / 2);
     shift_ = 64 - std::countr_zero(slices);
     jump_.assign(slices, 0);
     size_t i = 0;
     for (uint64_t s = 0; s < slices; ++s) {
       const uint64_t start = s << shift_;
-      while (i < points_.size() && points_[i] < start) ++i;
+      while (i < size() && points_[i] < start) ++i;
       jump_[s] = static_cast<uint32_t>(i);
     }
   }
 
-  std::vector<uint64_t> points_;
+  std::vector<uint64_t> points_ = {kSentinel};
   std::vector<uint32_t> owners_;
   std::vector<uint32_t> jump_ = {0, 0};
   int shift_ = 63;
@@ -374,7 +393,7 @@ class VnodeRing final : public RingPlacement {
 class MultiProbe final : public RingPlacement {
  public:
   MultiProbe(uint64_t probes, uint64_t seed)
-      : RingPlacement(seed), probes_(probes) {}
+      : RingPlacement(seed), probes_(probes), salts_(ProbeSalts(probes)) {}
   std::string_view name() const override { return "multiprobe"; }
   PlacementTraits traits() const override { return {}; }
   std::string params() const override {
@@ -382,16 +401,15 @@ class MultiProbe final : public RingPlacement {
   }
   NodeId Locate(uint64_t hash) const override {
     if (ids_.empty()) return kNoNode;
-    uint64_t best_distance = ~uint64_t{0};
-    size_t best = 0;
-    for (uint64_t j = 0; j < probes_; ++j) {
-      const uint64_t p = Probe(hash, j);
+    size_t best = ring_.Successor(hash);
+    uint64_t best_distance = ring_.point(best) - hash;  // modulo 2^64
+    for (uint64_t j = 1; j < probes_; ++j) {
+      const uint64_t p = Mix64(hash ^ salts_[j]);
       const size_t s = ring_.Successor(p);
-      const uint64_t distance = ring_.point(s) - p;  // modulo 2^64
-      if (distance < best_distance) {
-        best_distance = distance;
-        best = s;
-      }
+      const uint64_t distance = ring_.point(s) - p;
+      // Selects, not branches: which probe is nearest is a coin toss.
+      best = distance < best_distance ? s : best;
+      best_distance = std::min(distance, best_distance);
     }
     return ids_[ring_.owner(best)];
   }
@@ -399,6 +417,7 @@ class MultiProbe final : public RingPlacement {
  private:
   uint64_t PointsOf(uint32_t) const override { return 1; }
   const uint64_t probes_;
+  const std::vector<uint64_t> salts_;
 };
 
 // What the load-aware schemes share: one point per node, loads per node
@@ -514,7 +533,7 @@ class BoundedLoads final : public LoadAwareRing {
 class DChoice final : public LoadAwareRing {
  public:
   DChoice(uint64_t choices, uint64_t seed)
-      : LoadAwareRing(seed), choices_(choices) {}
+      : LoadAwareRing(seed), choices_(choices), salts_(ProbeSalts(choices)) {}
   std::string_view name() const override { return "dchoice"; }
   PlacementTraits traits() const override {
     return {.weights = true, .load_aware = true};
@@ -547,7 +566,7 @@ class DChoice final : public LoadAwareRing {
     uint32_t best = OwnerOf(hash);
     double best_load = static_cast<double>(load(best)) / weights_[best];
     for (uint64_t j = 1; j < choices_; ++j) {
-      const uint32_t o = OwnerOf(Probe(hash, j));
+      const uint32_t o = OwnerOf(Mix64(hash ^ salts_[j]));
       const double l = static_cast<double>(load(o)) / weights_[o];
       if (l < best_load) {
         best = o;
@@ -557,6 +576,7 @@ class DChoice final : public LoadAwareRing {
     return best;
   }
   const uint64_t choices_;
+  const std::vector<uint64_t> salts_;
 };
 
 // ------------------------------------------------------------------ Maglev
@@ -628,6 +648,8 @@ class Maglev final : public Placement {
   std::vector<uint32_t> table_;  // dense node index per entry
 };
 
+}  // namespace
+
 bool IsPrime(uint64_t n) {
   if (n < 2) return false;
   for (uint64_t d = 2; d <= n / d; ++d) {
@@ -636,7 +658,14 @@ bool IsPrime(uint64_t n) {
   return true;
 }
 
-}  // namespace
+uint64_t NextPrime(uint64_t n) {
+  while (!IsPrime(n)) ++n;
+  return n;
+}
+
+uint64_t MaglevTableSizeFor(uint64_t nodes) {
+  return NextPrime(std::max<uint64_t>(65537, 100 * nodes));
+}
 
 std::vector<std::string> PlacementNames() {
   return {"round",  "jump",    "rendezvous", "ring",

@@ -50,11 +50,12 @@ inline uint64_t Mix64(uint64_t x) {
   return x;
 }
 
-// The i-th derived hash of `x` (probes, choices, priorities, node points);
-// independent-looking for different i.
-inline uint64_t Mix64(uint64_t x, uint64_t i) {
-  return Mix64(x ^ Mix64(i * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL));
+// The salt of derived hash i, and the i-th derived hash of `x` (probes,
+// choices, priorities, node points): independent-looking for different i.
+inline uint64_t MixSalt(uint64_t i) {
+  return Mix64(i * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL);
 }
+inline uint64_t Mix64(uint64_t x, uint64_t i) { return Mix64(x ^ MixSalt(i)); }
 
 struct PlacementTraits {
   bool arbitrary_removal = true;  // false: only the newest node may leave
@@ -142,6 +143,13 @@ std::vector<std::string> PlacementNames();
 // is not a prime, vnodes 0).
 absl::StatusOr<std::unique_ptr<Placement>> MakePlacement(
     std::string_view name, const PlacementParams& params);
+
+// Whether n is prime, the smallest prime >= n, and Maglev's default table size
+// for n nodes: the smallest prime >= max(65537, 100 n) (its authors' advice: M
+// well above 100 n keeps each node's share within about 1% of the average).
+bool IsPrime(uint64_t n);
+uint64_t NextPrime(uint64_t n);
+uint64_t MaglevTableSizeFor(uint64_t nodes);
 
 // Bounded loads' capacity: ceil(c * keys * weight / total_weight), the most
 // keys a node of `weight` takes.

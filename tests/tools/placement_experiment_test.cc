@@ -142,12 +142,5 @@ TEST(PlacementExperimentTest, BadOptionsFailBeforeAnyWork) {
   EXPECT_TRUE(out.str().empty());
 }
 
-TEST(PlacementExperimentTest, NextPrime) {
-  EXPECT_EQ(NextPrime(0), 2u);
-  EXPECT_EQ(NextPrime(65536), 65537u);
-  EXPECT_EQ(NextPrime(65537), 65537u);
-  EXPECT_EQ(NextPrime(100000), 100003u);
-}
-
 }  // namespace
 }  // namespace roundtable::cli

@@ -181,7 +181,7 @@ absl::StatusOr<std::vector<Job>> Jobs(const PlacementOptions& o) {
            [](PlacementParams& p, uint64_t v) { p.table_size = v; });
     } else if (algorithm == "maglev") {
       settings.push_back([](PlacementParams& p, uint64_t n) {
-        p.table_size = NextPrime(std::max<uint64_t>(65537, 100 * (n + 1)));
+        p.table_size = mapping::MaglevTableSizeFor(n + 1);
       });
     } else if (algorithm == "multiprobe") {
       each(o.probes, [](PlacementParams& p, uint64_t v) { p.probes = v; });
@@ -270,18 +270,6 @@ absl::Status Plot(const PlacementOptions& o,
 }
 
 }  // namespace
-
-uint64_t NextPrime(uint64_t n) {
-  auto prime = [](uint64_t v) {
-    if (v < 2) return false;
-    for (uint64_t d = 2; d <= v / d; ++d) {
-      if (v % d == 0) return false;
-    }
-    return true;
-  };
-  while (!prime(n)) ++n;
-  return n;
-}
 
 absl::StatusOr<std::vector<PlacementRow>> RunPlacement(
     const PlacementOptions& options, std::ostream& out) {

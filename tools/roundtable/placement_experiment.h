@@ -28,7 +28,8 @@ struct PlacementOptions {
   // Each scheme runs once for every value of its own parameter.
   std::vector<uint64_t> s0s = {8};  // round; clamped to n - 1 below
   std::vector<uint64_t> vnodes = {100};
-  // Maglev's M; empty: the smallest prime >= max(65537, 100 (n + 1)).
+  // Maglev's M; empty: mapping::MaglevTableSizeFor(n + 1), room for the
+  // node that joins.
   std::vector<uint64_t> table_sizes;
   std::vector<uint64_t> probes = {21};
   std::vector<double> cs = {1.25};
@@ -61,9 +62,6 @@ struct PlacementRow {
   double ns_per_lookup_string = 0;  // 16-byte strings hashed with XXH3
   double bytes_per_node = 0;
 };
-
-// The smallest prime >= n.
-uint64_t NextPrime(uint64_t n);
 
 // Runs every (algorithm, its parameter, nodes, keys, run), prints a
 // Markdown table on `out`, writes the CSV and the plot when asked.

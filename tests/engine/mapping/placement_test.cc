@@ -160,6 +160,19 @@ INSTANTIATE_TEST_SUITE_P(All, PlacementContractTest,
                          testing::ValuesIn(PlacementNames()),
                          [](const auto& info) { return info.param; });
 
+TEST(MakePlacementTest, PrimesForMaglev) {
+  EXPECT_FALSE(IsPrime(0));
+  EXPECT_FALSE(IsPrime(1));
+  EXPECT_TRUE(IsPrime(2));
+  EXPECT_FALSE(IsPrime(65535));
+  EXPECT_TRUE(IsPrime(65537));
+  EXPECT_EQ(NextPrime(0), 2u);
+  EXPECT_EQ(NextPrime(65536), 65537u);
+  EXPECT_EQ(NextPrime(100000), 100003u);
+  EXPECT_EQ(MaglevTableSizeFor(10), 65537u);
+  EXPECT_EQ(MaglevTableSizeFor(1000), 100003u);
+}
+
 TEST(MakePlacementTest, RejectsBadParameters) {
   PlacementParams p;
   EXPECT_FALSE(MakePlacement("nope", p).ok());
