@@ -15,7 +15,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -41,7 +43,9 @@ Placement& Built(const std::string& name, uint64_t n) {
     params.table_size = MaglevTableSizeFor(n);
     params.seed = 0xB5;
     built = *MakePlacement(name, params);
-    for (NodeId i = 0; i < n; ++i) (void)built->AddNode(i);
+    std::vector<NodeId> ids(n);
+    std::iota(ids.begin(), ids.end(), 0);
+    if (!built->AddNodes(ids).ok()) std::abort();
     if (built->traits().load_aware) {
       std::vector<uint64_t> keys(std::min<uint64_t>(10 * n, 10'000'000));
       for (uint64_t i = 0; i < keys.size(); ++i) keys[i] = Mix64(i, 0x4B);

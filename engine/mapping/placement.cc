@@ -35,26 +35,42 @@ absl::Status Placement::CheckWeight(double weight) const {
 }
 
 absl::Status Placement::AddNode(NodeId node, double weight) {
-  if (absl::Status s = CheckWeight(weight); !s.ok()) return s;
-  if (node == kNoNode) {
-    return absl::InvalidArgumentError("node id 2^64 - 1 is reserved");
+  return AddNodes({&node, 1}, {&weight, 1});
+}
+
+absl::Status Placement::AddNodes(std::span<const NodeId> nodes,
+                                 std::span<const double> weights) {
+  if (!weights.empty() && weights.size() != nodes.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(nodes.size(), " nodes but ", weights.size(), " weights"));
   }
-  if (index_.contains(node)) {
-    return absl::AlreadyExistsError(absl::StrCat(std::string(name()), ": node ",
-                                                 node, " is already placed"));
+  if (ids_.size() + nodes.size() >= std::numeric_limits<uint32_t>::max()) {
+    return absl::ResourceExhaustedError("2^32 - 2 nodes at most");
   }
-  const auto index = static_cast<uint32_t>(ids_.size());
-  if (index == std::numeric_limits<uint32_t>::max()) {
-    return absl::ResourceExhaustedError("2^32 - 1 nodes at most");
+  absl::flat_hash_map<NodeId, bool> batch;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!weights.empty()) {
+      if (absl::Status s = CheckWeight(weights[i]); !s.ok()) return s;
+    }
+    if (nodes[i] == kNoNode) {
+      return absl::InvalidArgumentError("node id 2^64 - 1 is reserved");
+    }
+    if (index_.contains(nodes[i]) || !batch.emplace(nodes[i], true).second) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          std::string(name()), ": node ", nodes[i], " is already placed"));
+    }
   }
-  ids_.push_back(node);
-  weights_.push_back(weight);
-  index_[node] = index;
-  total_weight_ += weight;
-  if (absl::Status s = OnAdd(index); !s.ok()) {
-    ids_.pop_back();
-    weights_.pop_back();
-    index_.erase(node);
+  const auto first = static_cast<uint32_t>(ids_.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    index_[nodes[i]] = static_cast<uint32_t>(ids_.size());
+    ids_.push_back(nodes[i]);
+    weights_.push_back(weights.empty() ? 1.0 : weights[i]);
+  }
+  total_weight_ = std::accumulate(weights_.begin(), weights_.end(), 0.0);
+  if (absl::Status s = OnAdd(first); !s.ok()) {
+    for (size_t i = first; i < ids_.size(); ++i) index_.erase(ids_[i]);
+    ids_.resize(first);
+    weights_.resize(first);
     total_weight_ = std::accumulate(weights_.begin(), weights_.end(), 0.0);
     return s;
   }
@@ -139,8 +155,8 @@ class RingIndex {
     return i == owners_.size() ? 0 : i;
   }
 
-  // Adds `points` (any order) owned by `owner`.
-  void Insert(std::vector<uint64_t> points, uint32_t owner) {
+  // Adds `points` (point, owner), in any order.
+  void Insert(std::vector<std::pair<uint64_t, uint32_t>> points) {
     std::sort(points.begin(), points.end());
     const size_t n = size();
     std::vector<uint64_t> merged_points;
@@ -149,12 +165,12 @@ class RingIndex {
     merged_owners.reserve(n + points.size());
     size_t a = 0, b = 0;
     while (a < n || b < points.size()) {
-      if (b == points.size() || (a < n && points_[a] <= points[b])) {
+      if (b == points.size() || (a < n && points_[a] <= points[b].first)) {
         merged_points.push_back(points_[a]);
         merged_owners.push_back(owners_[a++]);
       } else {
-        merged_points.push_back(points[b++]);
-        merged_owners.push_back(owner);
+        merged_points.push_back(points[b].first);
+        merged_owners.push_back(points[b++].second);
       }
     }
     merged_points.push_back(kSentinel);
@@ -227,16 +243,24 @@ class RoundPlacement final : public Placement {
   size_t MemoryBytes() const override { return sizeof(RoundMapping); }
 
  private:
-  absl::Status OnAdd(uint32_t index) override {
-    const uint64_t n = uint64_t{index} + 1;
-    if (n < s0_) return absl::OkStatus();
-    if (!mapping_) {
-      auto created = RoundMapping::Create(s0_, n);
-      if (!created.ok()) return created.status();
-      mapping_ = *std::move(created);
-      return absl::OkStatus();
+  absl::Status OnAdd(uint32_t first) override {
+    const std::optional<RoundMapping> before = mapping_;
+    for (uint64_t n = uint64_t{first} + 1; n <= ids_.size(); ++n) {
+      absl::Status s;
+      if (n < s0_) continue;
+      if (!mapping_) {
+        auto created = RoundMapping::Create(s0_, n);
+        if (created.ok()) mapping_ = *std::move(created);
+        s = created.status();
+      } else {
+        s = mapping_->NewBucket().status();
+      }
+      if (!s.ok()) {
+        mapping_ = before;
+        return s;
+      }
     }
-    return mapping_->NewBucket().status();
+    return absl::OkStatus();
   }
   void OnRemove(uint32_t, uint32_t) override {
     if (!mapping_) return;
@@ -315,8 +339,10 @@ class RendezvousPlacement final : public Placement {
   }
 
  private:
-  absl::Status OnAdd(uint32_t index) override {
-    bases_.push_back(NodeBase(ids_[index], seed_));
+  absl::Status OnAdd(uint32_t first) override {
+    for (size_t i = first; i < ids_.size(); ++i) {
+      bases_.push_back(NodeBase(ids_[i], seed_));
+    }
     Refresh();
     return absl::OkStatus();
   }
@@ -343,12 +369,15 @@ class RingPlacement : public Placement {
   explicit RingPlacement(uint64_t seed) : seed_(seed) {}
   virtual uint64_t PointsOf(uint32_t index) const = 0;
 
-  absl::Status OnAdd(uint32_t index) override {
-    const uint64_t base = NodeBase(ids_[index], seed_);
-    const uint64_t count = PointsOf(index);
-    std::vector<uint64_t> points(count);
-    for (uint64_t j = 0; j < count; ++j) points[j] = Probe(base, j);
-    ring_.Insert(std::move(points), index);
+  absl::Status OnAdd(uint32_t first) override {
+    std::vector<std::pair<uint64_t, uint32_t>> points;
+    for (uint32_t i = first; i < ids_.size(); ++i) {
+      const uint64_t base = NodeBase(ids_[i], seed_);
+      const uint64_t count = PointsOf(i);
+      for (uint64_t j = 0; j < count; ++j)
+        points.emplace_back(Probe(base, j), i);
+    }
+    ring_.Insert(std::move(points));
     return absl::OkStatus();
   }
   void OnRemove(uint32_t index, uint32_t last) override {
@@ -427,9 +456,9 @@ class LoadAwareRing : public RingPlacement {
   using RingPlacement::RingPlacement;
   uint64_t PointsOf(uint32_t) const override { return 1; }
 
-  absl::Status OnAdd(uint32_t index) override {
+  absl::Status OnAdd(uint32_t first) override {
     loads_.clear();
-    return RingPlacement::OnAdd(index);
+    return RingPlacement::OnAdd(first);
   }
   void OnRemove(uint32_t index, uint32_t last) override {
     loads_.clear();

@@ -88,10 +88,14 @@ class Placement {
   // Adds `node` with `weight` (> 0; exactly 1 unless traits().weights).
   // AlreadyExists for a node present, InvalidArgument for a bad weight,
   // ResourceExhausted past the scheme's limit (Maglev: table_size nodes).
-  virtual absl::Status AddNode(NodeId node, double weight = 1.0);
+  absl::Status AddNode(NodeId node, double weight = 1.0);
+  // Adds many nodes at once (weights empty: all 1), as fast as one: the
+  // way to build a large cluster. All or nothing, with AddNode's errors.
+  absl::Status AddNodes(std::span<const NodeId> nodes,
+                        std::span<const double> weights = {});
   // Removes `node`. NotFound when absent; FailedPrecondition for a node
   // other than the newest when !traits().arbitrary_removal.
-  virtual absl::Status RemoveNode(NodeId node);
+  absl::Status RemoveNode(NodeId node);
 
   size_t num_nodes() const { return ids_.size(); }
   // Nodes by dense index; the index of a node may change when another is
@@ -117,10 +121,12 @@ class Placement {
   // Dense index of `node`, or nullopt.
   std::optional<uint32_t> IndexOf(NodeId node) const;
 
-  // Hooks for AddNode and RemoveNode, called after the node lists changed.
+  // Hooks for AddNodes and RemoveNode, called after the node lists
+  // changed. OnAdd(first): the nodes at first .. num_nodes() - 1 joined; on
+  // an error the scheme's own state must be as before the call.
   // OnRemove(index, last): the node at `index` left and, when index !=
   // last, the node that was at `last` now sits at `index`.
-  virtual absl::Status OnAdd(uint32_t index) = 0;
+  virtual absl::Status OnAdd(uint32_t first) = 0;
   virtual void OnRemove(uint32_t index, uint32_t last) = 0;
   // Whether AddNode may take this weight: 1 only, unless traits().weights.
   absl::Status CheckWeight(double weight) const;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <memory>
+#include <numeric>
 #include <ostream>
 #include <span>
 
@@ -67,7 +68,9 @@ std::vector<NodeId> Assigned(Placement& p, std::span<const uint64_t> hashes) {
 absl::StatusOr<PlacementRow> Measure(const Job& job, bool timing) {
   RT_ASSIGN_OR_RETURN(std::unique_ptr<Placement> p,
                       mapping::MakePlacement(job.algorithm, job.params));
-  for (NodeId i = 0; i < job.nodes; ++i) RT_RETURN_IF_ERROR(p->AddNode(i));
+  std::vector<NodeId> ids(job.nodes);
+  std::iota(ids.begin(), ids.end(), 0);
+  RT_RETURN_IF_ERROR(p->AddNodes(ids));
   std::vector<uint64_t> hashes(job.keys);
   for (uint64_t i = 0; i < job.keys; ++i) hashes[i] = Mix64(i, job.seed);
 

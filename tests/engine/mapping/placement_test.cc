@@ -131,6 +131,27 @@ TEST_P(PlacementContractTest, BadCallsFailAndChangeNothing) {
   EXPECT_EQ(Place(*p, hashes), before);
 }
 
+TEST_P(PlacementContractTest, AddingManyAtOnceIsAddingOneByOne) {
+  auto one = Make(GetParam());
+  auto many = Make(GetParam());
+  const std::vector<NodeId> ids = Ids(20);
+  AddNodes(*one, ids);
+  ASSERT_TRUE(many->AddNodes(std::span(ids).first(5)).ok());
+  ASSERT_TRUE(many->AddNodes(std::span(ids).subspan(5)).ok());
+  const std::vector<uint64_t> hashes = Hashes(5000, 8);
+  EXPECT_EQ(Place(*many, hashes), Place(*one, hashes));
+  // All or nothing.
+  const std::vector<NodeId> dup = {1, 2, 1};
+  EXPECT_EQ(many->AddNodes(dup).code(), absl::StatusCode::kAlreadyExists);
+  const std::vector<NodeId> clash = {1, ids[3]};
+  EXPECT_EQ(many->AddNodes(clash).code(), absl::StatusCode::kAlreadyExists);
+  const std::vector<double> weights = {1.0};
+  EXPECT_EQ(many->AddNodes(clash, weights).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(many->num_nodes(), 20u);
+  EXPECT_EQ(Place(*many, hashes), Place(*one, hashes));
+}
+
 // Where any node may leave, the placement depends on the node set only.
 TEST_P(PlacementContractTest, OrderOfNodesDoesNotMatterWhereRemovalIsFree) {
   auto a = Make(GetParam());
