@@ -365,6 +365,9 @@ class RendezvousPlacement final : public Placement {
 
 // A scheme whose nodes own points on one ring: `PointsOf` says how many.
 class RingPlacement : public Placement {
+ public:
+  size_t MemoryBytes() const override { return ring_.MemoryBytes(); }
+
  protected:
   explicit RingPlacement(uint64_t seed) : seed_(seed) {}
   virtual uint64_t PointsOf(uint32_t index) const = 0;
@@ -383,8 +386,6 @@ class RingPlacement : public Placement {
   void OnRemove(uint32_t index, uint32_t last) override {
     ring_.Remove(index, last);
   }
-  size_t MemoryBytes() const override { return ring_.MemoryBytes(); }
-
   // The node owning the successor of `h`. REQUIRES: a node.
   uint32_t OwnerOf(uint64_t h) const { return ring_.owner(ring_.Successor(h)); }
 
@@ -452,6 +453,12 @@ class MultiProbe final : public RingPlacement {
 // What the load-aware schemes share: one point per node, loads per node
 // from the last Assign, keys placed in the order of their priority hash.
 class LoadAwareRing : public RingPlacement {
+ public:
+  // The ring and the loads of the last Assign.
+  size_t MemoryBytes() const override {
+    return RingPlacement::MemoryBytes() + loads_.capacity() * sizeof(uint64_t);
+  }
+
  protected:
   using RingPlacement::RingPlacement;
   uint64_t PointsOf(uint32_t) const override { return 1; }
@@ -549,6 +556,11 @@ class BoundedLoads final : public LoadAwareRing {
                            double total_weight) {
     return static_cast<uint64_t>(
         std::ceil(c * static_cast<double>(keys) * weight / total_weight));
+  }
+
+  size_t MemoryBytes() const override {
+    return LoadAwareRing::MemoryBytes() +
+           capacity_.capacity() * sizeof(uint64_t);
   }
 
  private:

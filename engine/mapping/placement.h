@@ -114,7 +114,10 @@ class Placement {
   // loads. REQUIRES: out.size() == hashes.size().
   virtual void Assign(std::span<const uint64_t> hashes, std::span<NodeId> out);
 
-  // Bytes the scheme keeps for its nodes (not counting keys).
+  // Bytes the scheme keeps for its nodes: its ring, table or seeds and,
+  // for the load-aware schemes, the loads of the last Assign. Not counted:
+  // the keys, and the node list every scheme shares (id, weight and an
+  // id-to-index map, about 40 bytes a node).
   virtual size_t MemoryBytes() const = 0;
 
  protected:

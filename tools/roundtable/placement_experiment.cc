@@ -241,10 +241,16 @@ absl::Status WriteCsv(const std::string& path,
 // Peak to average against n, one line per algorithm and parameters.
 absl::Status Plot(const PlacementOptions& o,
                   const std::vector<PlacementRow>& rows) {
+  // A line per scheme and parameters; Maglev's automatic table size
+  // changes with n and stays on one line.
+  auto label = [&](const PlacementRow& r) {
+    const bool one_line =
+        r.params.empty() || (r.algorithm == "maglev" && o.table_sizes.empty());
+    return one_line ? r.algorithm : r.algorithm + " " + r.params;
+  };
   std::vector<std::string> series;
   for (const PlacementRow& r : rows) {
-    const std::string name =
-        r.params.empty() ? r.algorithm : r.algorithm + " " + r.params;
+    const std::string name = label(r);
     if (std::find(series.begin(), series.end(), name) == series.end()) {
       series.push_back(name);
     }
@@ -254,18 +260,22 @@ absl::Status Plot(const PlacementOptions& o,
       "set output '%s'\nset datafile separator ','\n"
       "set logscale x 10\nset xlabel 'nodes'\n"
       "set ylabel 'peak-to-average load'\n"
-      "set key outside right\nset grid\nset yrange [1:*]\nplot ",
+      "set key outside right noenhanced\nset grid\nset yrange [1:*]\n"
+      "plot ",
       o.plot_path);
   for (size_t i = 0; i < series.size(); ++i) {
     const std::string& name = series[i];
     const size_t space = name.find(' ');
     const std::string algorithm = name.substr(0, space);
+    // Rows of this line: the scheme, and its parameters when named.
     const std::string params =
-        space == std::string::npos ? "" : name.substr(space + 1);
+        space == std::string::npos
+            ? ""
+            : absl::StrCat(" && strcol(4) eq '", name.substr(space + 1), "'");
     absl::StrAppendFormat(
         &script,
-        "%s'%s' skip 1 using 2:(strcol(1) eq '%s' && strcol(4) eq '%s' ? "
-        "column(6) : NaN) smooth unique with linespoints title '%s'",
+        "%s'%s' skip 1 using 2:(strcol(1) eq '%s'%s ? column(6) : NaN) "
+        "smooth unique with linespoints title '%s'",
         i == 0 ? "" : ", ", o.csv_path, algorithm, params, name);
   }
   script += "\n";
