@@ -24,15 +24,7 @@ mkdir -p "$out"
 "$top/tools/build.sh" build -- --target roundtable >/dev/null
 rt="$top/build/tools/roundtable"
 
-timed() {  # name command...: runs the command, appends its time
-  local name=$1 start end
-  shift
-  start=$(date +%s)
-  "$@"
-  end=$(date +%s)
-  echo "$name: $((end - start)) s ($(date -u +%F), $(git -C "$top" rev-parse --short HEAD), $(nproc) cores)" \
-    | tee -a "$out/timings.txt"
-}
+source "$top/tools/timed.sh"
 
 timed "stash grid" "$rt" experiment stash "${quick[@]}" \
   --csv="$out/stash_grid.csv" >"$out/stash_grid.md"

@@ -34,15 +34,7 @@ measure() {
   "$top/tools/build.sh" build -- --target roundtable placement_bench >/dev/null
   rt="$top/build/tools/roundtable"
 
-  timed() {  # name command...: runs the command, appends its time
-    local name=$1 start end
-    shift
-    start=$(date +%s)
-    "$@"
-    end=$(date +%s)
-    echo "$name: $((end - start)) s ($(date -u +%F), $(git -C "$top" rev-parse --short HEAD), $(nproc) cores)" \
-      | tee -a "$out/timings.txt"
-  }
+  source "$top/tools/timed.sh"
 
   # The sizes of each question, full and --quick.
   if [ $quick = 1 ]; then
