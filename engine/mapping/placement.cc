@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/mapping/jump_hash.h"
@@ -47,7 +48,7 @@ absl::Status Placement::AddNodes(std::span<const NodeId> nodes,
   if (ids_.size() + nodes.size() >= std::numeric_limits<uint32_t>::max()) {
     return absl::ResourceExhaustedError("2^32 - 2 nodes at most");
   }
-  absl::flat_hash_map<NodeId, bool> batch;
+  absl::flat_hash_set<NodeId> batch;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!weights.empty()) {
       if (absl::Status s = CheckWeight(weights[i]); !s.ok()) return s;
@@ -55,7 +56,7 @@ absl::Status Placement::AddNodes(std::span<const NodeId> nodes,
     if (nodes[i] == kNoNode) {
       return absl::InvalidArgumentError("node id 2^64 - 1 is reserved");
     }
-    if (index_.contains(nodes[i]) || !batch.emplace(nodes[i], true).second) {
+    if (index_.contains(nodes[i]) || !batch.insert(nodes[i]).second) {
       return absl::AlreadyExistsError(absl::StrCat(
           std::string(name()), ": node ", nodes[i], " is already placed"));
     }
@@ -246,8 +247,8 @@ class RoundPlacement final : public Placement {
   absl::Status OnAdd(uint32_t first) override {
     const std::optional<RoundMapping> before = mapping_;
     for (uint64_t n = uint64_t{first} + 1; n <= ids_.size(); ++n) {
-      absl::Status s;
       if (n < s0_) continue;
+      absl::Status s;
       if (!mapping_) {
         auto created = RoundMapping::Create(s0_, n);
         if (created.ok()) mapping_ = *std::move(created);
@@ -373,7 +374,16 @@ class RingPlacement : public Placement {
   virtual uint64_t PointsOf(uint32_t index) const = 0;
 
   absl::Status OnAdd(uint32_t first) override {
+    uint64_t count = ring_.size();
+    for (uint32_t i = first; i < ids_.size(); ++i) count += PointsOf(i);
+    // Ring positions are 32-bit, and one more is the sentinel's.
+    if (count >= std::numeric_limits<uint32_t>::max()) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(std::string(name()), ": ", count,
+                       " ring points would pass 2^32 - 2"));
+    }
     std::vector<std::pair<uint64_t, uint32_t>> points;
+    points.reserve(count - ring_.size());
     for (uint32_t i = first; i < ids_.size(); ++i) {
       const uint64_t base = NodeBase(ids_[i], seed_);
       const uint64_t count = PointsOf(i);
