@@ -386,9 +386,10 @@ class RingPlacement : public Placement {
     points.reserve(count - ring_.size());
     for (uint32_t i = first; i < ids_.size(); ++i) {
       const uint64_t base = NodeBase(ids_[i], seed_);
-      const uint64_t count = PointsOf(i);
-      for (uint64_t j = 0; j < count; ++j)
+      const uint64_t own = PointsOf(i);
+      for (uint64_t j = 0; j < own; ++j) {
         points.emplace_back(Probe(base, j), i);
+      }
     }
     ring_.Insert(std::move(points));
     return absl::OkStatus();
