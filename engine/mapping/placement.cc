@@ -67,12 +67,10 @@ absl::Status Placement::AddNodes(std::span<const NodeId> nodes,
     ids_.push_back(nodes[i]);
     weights_.push_back(weights.empty() ? 1.0 : weights[i]);
   }
-  total_weight_ = std::accumulate(weights_.begin(), weights_.end(), 0.0);
   if (absl::Status s = OnAdd(first); !s.ok()) {
     for (size_t i = first; i < ids_.size(); ++i) index_.erase(ids_[i]);
     ids_.resize(first);
     weights_.resize(first);
-    total_weight_ = std::accumulate(weights_.begin(), weights_.end(), 0.0);
     return s;
   }
   return absl::OkStatus();
@@ -99,7 +97,6 @@ absl::Status Placement::RemoveNode(NodeId node) {
   }
   ids_.pop_back();
   weights_.pop_back();
-  total_weight_ = std::accumulate(weights_.begin(), weights_.end(), 0.0);
   OnRemove(index, last);
   return absl::OkStatus();
 }

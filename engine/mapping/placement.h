@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <string>
@@ -134,14 +135,15 @@ class Placement {
   // Whether AddNode may take this weight: 1 only, unless traits().weights.
   absl::Status CheckWeight(double weight) const;
   // The sum of all weights.
-  double total_weight() const { return total_weight_; }
+  double total_weight() const {
+    return std::accumulate(weights_.begin(), weights_.end(), 0.0);
+  }
 
   std::vector<NodeId> ids_;
   std::vector<double> weights_;
 
  private:
   absl::flat_hash_map<NodeId, uint32_t> index_;
-  double total_weight_ = 0;
 };
 
 // The scheme names MakePlacement accepts, in a stable order.

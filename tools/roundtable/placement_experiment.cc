@@ -66,6 +66,21 @@ std::vector<NodeId> Assigned(Placement& p, std::span<const uint64_t> hashes) {
   return out;
 }
 
+// The fraction of keys whose node differs between `before` and `after`
+// when `node` joined or left; *stray counts those that moved between two
+// other nodes.
+double MovedFraction(const std::vector<NodeId>& before,
+                     const std::vector<NodeId>& after, NodeId node,
+                     uint64_t* stray) {
+  uint64_t moved = 0;
+  for (size_t i = 0; i < before.size(); ++i) {
+    if (before[i] == after[i]) continue;
+    ++moved;
+    if (before[i] != node && after[i] != node) ++*stray;
+  }
+  return static_cast<double>(moved) / static_cast<double>(before.size());
+}
+
 absl::StatusOr<PlacementRow> Measure(const Job& job, bool timing) {
   RT_ASSIGN_OR_RETURN(std::unique_ptr<Placement> p,
                       mapping::MakePlacement(job.algorithm, job.params));
@@ -114,33 +129,18 @@ absl::StatusOr<PlacementRow> Measure(const Job& job, bool timing) {
 
   // One node joins (id n), then leaves again; then one of the first n
   // leaves: a random one, or the newest where only the newest may.
-  auto fraction = [&](uint64_t moved) {
-    return static_cast<double>(moved) / static_cast<double>(job.keys);
-  };
   const NodeId joined = job.nodes;
   RT_RETURN_IF_ERROR(p->AddNode(joined));
-  const std::vector<NodeId> grown = Assigned(*p, hashes);
-  uint64_t moved = 0;
-  for (size_t i = 0; i < hashes.size(); ++i) {
-    if (grown[i] == placed[i]) continue;
-    ++moved;
-    if (grown[i] != joined) ++row.stray_on_add;
-  }
-  row.moved_on_add = fraction(moved);
+  row.moved_on_add =
+      MovedFraction(placed, Assigned(*p, hashes), joined, &row.stray_on_add);
   RT_RETURN_IF_ERROR(p->RemoveNode(joined));
 
   const NodeId gone = p->traits().arbitrary_removal
                           ? Mix64(job.seed, 2) % job.nodes
                           : job.nodes - 1;
   RT_RETURN_IF_ERROR(p->RemoveNode(gone));
-  const std::vector<NodeId> shrunk = Assigned(*p, hashes);
-  moved = 0;
-  for (size_t i = 0; i < hashes.size(); ++i) {
-    if (shrunk[i] == placed[i]) continue;
-    ++moved;
-    if (placed[i] != gone) ++row.stray_on_remove;
-  }
-  row.moved_on_remove = fraction(moved);
+  row.moved_on_remove =
+      MovedFraction(placed, Assigned(*p, hashes), gone, &row.stray_on_remove);
   return row;
 }
 
