@@ -1,6 +1,7 @@
 // A block device on a file through pread, pwrite and fdatasync: the fallback
-// where io_uring is refused, and selectable by option. Batches run one
-// transfer after the other.
+// where io_uring is refused, and selectable by option. Read batches run one
+// transfer after the other; a write batch is sorted by block and each run of
+// adjacent blocks goes to the file in one pwritev.
 //
 // Thread-safety: as BlockDevice; transfers run concurrently (pread and pwrite
 // take their own offsets), Resize and Sync need no lock of ours.
@@ -17,9 +18,10 @@ namespace roundtable::io {
 
 // A block device on an open file descriptor: single transfers by pread and
 // pwrite (short transfers resubmitted, EINTR and EAGAIN retried), Sync by
-// fdatasync, Resize by ftruncate; batches one transfer after the other. The
-// POSIX backend is this class as it is; the io_uring backend derives from it
-// and overrides the batches.
+// fdatasync, Resize by ftruncate; read batches one transfer after the other,
+// write batches one pwritev per run of adjacent blocks. The POSIX backend is
+// this class as it is; the io_uring backend derives from it and overrides
+// the batches it runs on its ring.
 class FileDevice : public BlockDevice {
  public:
   // Takes `fd` over (closed by the destructor); `file_bytes` is its size.
@@ -34,6 +36,7 @@ class FileDevice : public BlockDevice {
   absl::Status DoRead(uint64_t block, std::span<std::byte> buffer) override;
   absl::Status DoWrite(uint64_t block,
                        std::span<const std::byte> buffer) override;
+  absl::Status DoWriteBatch(std::span<const WriteRequest> requests) override;
   absl::Status DoSync() override;
   absl::Status DoResize(uint64_t num_blocks) override;
 

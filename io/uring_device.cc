@@ -57,7 +57,12 @@ class UringDevice final : public FileDevice {
     return RunBatch(transfers);
   }
 
+  // Buffered writes are copies into the page cache that ext4 does not
+  // complete inline: the ring hands each one to a kernel worker thread,
+  // which cost more than the copy (docs/io.md). They go to the file in one
+  // pwritev per run of adjacent blocks instead; direct writes use the ring.
   absl::Status DoWriteBatch(std::span<const WriteRequest> requests) override {
+    if (!capabilities().direct_io) return FileDevice::DoWriteBatch(requests);
     std::vector<Transfer> transfers;
     transfers.reserve(requests.size());
     for (const WriteRequest& r : requests) {
