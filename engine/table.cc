@@ -1483,6 +1483,19 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
   return std::unique_ptr<Table>(new Table(std::move(impl)));
 }
 
+uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes,
+                     size_t value_bytes) {
+  const size_t record = internal::kSlotBytes + internal::VarintLength(key_bytes) +
+                        internal::VarintLength(value_bytes) + key_bytes +
+                        value_bytes;
+  const double per_block =
+      static_cast<double>(Payload(std::max<uint32_t>(block_size, 512))) /
+      static_cast<double>(record);
+  uint64_t s0 = 4;
+  while (s0 < 32 && static_cast<double>(s0) < std::sqrt(per_block)) s0 *= 2;
+  return s0;
+}
+
 absl::Status DestroyTable(const std::string& path) {
   for (const char* file :
        {kBlocksFile, kNewBlocksFile, kStashFile, kWalFile, kJournalFile}) {

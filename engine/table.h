@@ -41,7 +41,10 @@ struct Options {
   // Layout, fixed at creation and checked on every open (a mismatch is
   // InvalidArgument naming the stored value).
   uint32_t block_size = 4096;  // bytes, a power of two from 512 to 65536
-  uint64_t s0 = 32;            // round-mapping slack; also the fewest buckets
+  // Round-mapping slack; also the fewest buckets. Each grow rewrites s0 to
+  // 2 s0 - 1 blocks: for blocks of a few dozen records SuggestedS0 (below)
+  // grows twice as cheaply for about the same stash.
+  uint64_t s0 = 32;
   double epsilon = 0.1;        // free fraction kept in the blocks, (0, 0.5]
   uint64_t hash_seed = 0x726f756e64746162;  // XXH3 seed of the keys
   // The most records a block holds; 0: as many as its bytes take. With a
@@ -290,6 +293,18 @@ class Table {
   explicit Table(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The slack s0 that suits a table whose records (key and value) are about
+// `key_bytes` and `value_bytes` long in blocks of `block_size` bytes
+// (docs/table.md, "Choosing s0"): the power of two at or above the square
+// root of the records a block holds, within [4, 32]. A bucket's load varies
+// by about 1/sqrt(records per block) by chance alone, and round-mapping's
+// arcs differ in length by 1/s0; a larger s0 balances nothing that chance
+// does not swamp, and every grow rewrites s0 to 2 s0 - 1 blocks. 8 for
+// 16-byte keys and 100-byte values in 4 KiB blocks; 32 (the default) from
+// 257 records a block.
+uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes,
+                     size_t value_bytes);
 
 // Removes the table's files and its directory (if then empty). OK when
 // nothing is there.

@@ -61,6 +61,8 @@ ABSL_FLAG(int32_t, threads, 1, "threads of the read, write and sync workloads");
 ABSL_FLAG(int32_t, batch, 1,
           "records per write call of the fills (a batch is one atomic write)");
 ABSL_FLAG(bool, sync, false, "make every write durable before it returns");
+ABSL_FLAG(uint64_t, roundtable_s0, 0,
+          "roundtable's slack s0 (0: SuggestedS0 for the keys and values)");
 ABSL_FLAG(uint64_t, cache_size, 256 << 20,
           "memory budget of each engine's caches, bytes");
 ABSL_FLAG(int32_t, readwritepercent, 50,
@@ -334,6 +336,7 @@ int Main(int argc, char** argv) {
   config.zipf_theta = absl::GetFlag(FLAGS_zipf_theta);
   config.duration_seconds = absl::GetFlag(FLAGS_duration);
   config.seed = absl::GetFlag(FLAGS_seed);
+  config.roundtable_s0 = absl::GetFlag(FLAGS_roundtable_s0);
   config.db_dir = absl::GetFlag(FLAGS_db_dir);
 
   std::string bad;

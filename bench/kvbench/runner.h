@@ -41,6 +41,7 @@ struct RunConfig {
   // growth stops inserting after this many seconds, short of num (0: never).
   uint64_t duration_seconds = 0;
   uint64_t seed = 301;
+  uint64_t roundtable_s0 = 0;  // 0: SuggestedS0
   std::string db_dir = "/tmp/kvbench";
 };
 

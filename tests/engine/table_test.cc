@@ -275,6 +275,31 @@ Options Posix() {
   return o;
 }
 
+TEST(TableTest, SuggestedS0FollowsTheSquareRootOfTheRecordsPerBlock) {
+  EXPECT_EQ(SuggestedS0(4096, 16, 100), 8u);   // 33 records a block
+  EXPECT_EQ(SuggestedS0(4096, 16, 1000), 4u);  // 3
+  EXPECT_EQ(SuggestedS0(65536, 8, 8), 32u);    // 2977
+  EXPECT_EQ(SuggestedS0(4096, 16, 0), 16u);    // 184
+  for (uint32_t bs = 512; bs <= 65536; bs *= 2) {
+    uint64_t last = 32;
+    for (size_t value = 0; value <= 2000; value += 7) {
+      const uint64_t s0 = SuggestedS0(bs, 16, value);
+      const size_t record =
+          4 + 1 + (value < 128 ? 1 : 2) + 16 + value;  // slot, lengths, bytes
+      const double root = std::sqrt(static_cast<double>(bs - 32) / record);
+      EXPECT_TRUE(s0 == 4 || s0 == 8 || s0 == 16 || s0 == 32) << s0;
+      if (s0 < 32) {
+        EXPECT_GE(static_cast<double>(s0), root) << bs << " " << value;
+      }
+      if (s0 > 4) {
+        EXPECT_LT(static_cast<double>(s0) / 2, root) << bs << " " << value;
+      }
+      EXPECT_LE(s0, last) << "larger records never ask for more slack";
+      last = s0;
+    }
+  }
+}
+
 TEST(TableTest, TransfersFollowThePapersModel) {
   Options o = Posix();
   o.block_size = 512;
