@@ -440,6 +440,14 @@ class Table::Impl {
         ++logical_.put_writes;
         return Fail(RefillFromStash(*block, b));
       }
+      if (found && found->size == size) {
+        // The same key with a value of the same length: written over the
+        // old one where it lies. The block's room is unchanged, so its
+        // stash list (if any) stays as it is.
+        block->ReplaceValue(*found, value);
+        ++logical_.put_writes;
+        return absl::OkStatus();
+      }
       if (found) {
         block->Remove(*found);
       } else {

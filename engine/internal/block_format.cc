@@ -135,6 +135,11 @@ void EncodedBlock::Remove(const Found& found) {
   PutFixed32(p + kUsedAt, static_cast<uint32_t>(record_bytes() - size));
 }
 
+void EncodedBlock::ReplaceValue(const Found& found, std::string_view value) {
+  std::memcpy(data() + (found.value.data() - data()), value.data(),
+              value.size());
+}
+
 bool EncodedBlock::Append(std::string_view key, std::string_view value,
                           uint16_t tag) {
   if (!Fits(EncodedSize(key, value))) return false;

@@ -87,6 +87,9 @@ class EncodedBlock {
   // `tag` is TagOf(hash of key).
   std::optional<Found> Find(std::string_view key, uint16_t tag) const;
   void Remove(const Found& found);
+  // Writes `value` over the found record's value where it lies: no record
+  // moves. REQUIRES: value.size() == found.value.size().
+  void ReplaceValue(const Found& found, std::string_view value);
   // Appends a record if it fits; false (and nothing changed) if not.
   bool Append(std::string_view key, std::string_view value, uint16_t tag);
   // Calls fn(key, value, tag) for every record, in directory order.

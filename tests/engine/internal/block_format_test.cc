@@ -1,4 +1,5 @@
-// Encoded blocks edited in place against a std::map, sealed blocks verified,
+// Encoded blocks edited in place (appends, removals, values replaced where
+// they lie) against a std::map, sealed blocks verified,
 // and every single-byte corruption caught; superblocks round-trip and refuse
 // corruption.
 #include "engine/internal/block_format.h"
@@ -30,7 +31,13 @@ TEST(EncodedBlockTest, EditsMatchAMapAndSealedBlocksVerify) {
     size_t used = 0;
     for (int step = 0; step < 3000; ++step) {
       const std::string key = "k" + std::to_string(rng() % 40);
-      if (rng() % 3) {
+      const auto present = block.Find(key, TestTag(key));
+      if (present && rng() % 4 == 0) {
+        // A value of the same length, written where the old one lies.
+        const std::string value(present->value.size(), 'a' + rng() % 26);
+        block.ReplaceValue(*present, value);
+        model[key] = value;
+      } else if (rng() % 3) {
         const std::string value(rng() % (bs / 16), 'a' + rng() % 26);
         if (auto f = block.Find(key, TestTag(key))) {
           used -= f->size;
