@@ -43,7 +43,7 @@ struct Options {
   uint32_t block_size = 4096;  // bytes, a power of two from 512 to 65536
   // Round-mapping slack; also the fewest buckets. Each grow rewrites s0 to
   // 2 s0 - 1 blocks: for blocks of a few dozen records SuggestedS0 (below)
-  // grows twice as cheaply for about the same stash.
+  // grows nearly twice as cheaply for about the same stash.
   uint64_t s0 = 32;
   double epsilon = 0.1;        // free fraction kept in the blocks, (0, 0.5]
   uint64_t hash_seed = 0x726f756e64746162;  // XXH3 seed of the keys

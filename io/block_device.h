@@ -111,8 +111,10 @@ class BlockDevice {
   absl::Status Read(uint64_t block, std::span<std::byte> buffer);
   absl::Status Write(uint64_t block, std::span<const std::byte> buffer);
 
-  // Many transfers in one submission where the backend can (io_uring); the
-  // others carry them out one after the other.
+  // Many transfers in one submission where the backend can (io_uring's
+  // reads and direct writes); a file's buffered write batch is one pwritev
+  // per run of adjacent blocks; the others carry them out one after the
+  // other.
   absl::Status ReadBatch(std::span<const ReadRequest> requests);
   absl::Status WriteBatch(std::span<const WriteRequest> requests);
 
