@@ -499,8 +499,11 @@ class Table::Impl {
 
   absl::Status Sync() {
     {
-      ReaderMutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       RT_RETURN_IF_ERROR(CheckWritable());
+      // A checkpoint still pending is completed too, which also frees the
+      // journal's block images.
+      RT_RETURN_IF_ERROR(Fail(CompleteCheckpoint(/*rewrite_journal=*/true)));
     }
     return SyncThrough(logged_seq_.load(std::memory_order_acquire));
   }
@@ -508,7 +511,7 @@ class Table::Impl {
   absl::Status Checkpoint() {
     MutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckWritable());
-    return Fail(CheckpointLocked());
+    return Fail(CheckpointLocked(/*complete=*/true));
   }
 
   absl::Status Close() {
@@ -519,7 +522,7 @@ class Table::Impl {
       // Compact the stash copy so that the next open reads only the live
       // stash, then checkpoint: the next open replays nothing.
       s = RewriteStashCopy();
-      if (s.ok()) s = CheckpointLocked();
+      if (s.ok()) s = CheckpointLocked(/*complete=*/true);
     }
     closed_ = true;
     {
@@ -674,7 +677,7 @@ class Table::Impl {
       internal::EncodedBlock(work_.span()).Init(b);
       RT_RETURN_IF_ERROR(StoreBlock(b, work_.span()));
     }
-    return CheckpointLocked();
+    return CheckpointLocked(/*complete=*/true);
   }
 
   // Brings an existing table to the state of its last acknowledged write:
@@ -722,10 +725,9 @@ class Table::Impl {
     durable_seq_.store(applied_seq_, std::memory_order_release);
     if (!options_.read_only) {
       if (journal) {
-        // The checkpoint cut short is completed first: the next one would
-        // overwrite the journal, and the log may no longer hold the writes
-        // it covers.
-        RT_RETURN_IF_ERROR(CheckpointLocked());
+        // The replayed writes are checkpointed at once, so that the next
+        // open reads no journal and replays nothing.
+        RT_RETURN_IF_ERROR(CheckpointLocked(/*complete=*/true));
       } else if (replay.records > 0) {
         // The replayed writes stay held, covered by the log's records: the
         // log continues after its last whole record.
@@ -1049,15 +1051,24 @@ class Table::Impl {
     if (held < held_limit && wal_.bytes() < options_.checkpoint_bytes) {
       return absl::OkStatus();
     }
-    return Fail(CheckpointLocked());
+    return Fail(CheckpointLocked(/*complete=*/false));
   }
 
   // The held blocks of the block file (sealed here) and of the stash copy,
-  // and the next superblock: first into the journal, synced; then in place,
-  // synced; then the superblock in place, synced. The log is then emptied.
-  // A crash before the journal is complete leaves the last checkpoint and
-  // the log; after it, Open applies the journal again.
-  absl::Status CheckpointLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // and the next superblock, first into the journal, synced: the
+  // checkpoint's commit point, after which Open lays the journal over the
+  // files (its superblock is the table's), so the log is emptied. Then the
+  // images in place, their write-back started but not waited for. The
+  // checkpoint is complete (CompleteCheckpoint: the files synced, the
+  // superblock in place) at once when `complete`, else at the next
+  // checkpoint, Sync or Close; until then the journal is its only durable
+  // copy. A crash before the journal is complete leaves the last
+  // checkpoint and the log.
+  absl::Status CheckpointLocked(bool complete)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    // The journal is about to be overwritten: the checkpoint it holds must
+    // be in place first.
+    RT_RETURN_IF_ERROR(CompleteCheckpoint(/*rewrite_journal=*/false));
     RT_RETURN_IF_ERROR(stash_log_.Flush());
     Superblock next = sb_;
     next.num_buckets = mapping_.num_buckets();
@@ -1086,9 +1097,13 @@ class Table::Impl {
         internal::WriteJournal(*files_.journal, next.sequence, entries));
     internal::KillPoint("checkpoint: journal synced");
 
-    // In place: each file grown to its new size, its images, a sync.
+    // In place: each file grown to its new size, its images, write-back
+    // started.
+    Pending pending;
+    pending.superblock = next;
     for (const Layer& layer : Layers()) {
       const uint64_t size = layer.seen->num_blocks();
+      pending.sizes[layer.id] = size;
       if (layer.file->num_blocks() < size) {
         RT_RETURN_IF_ERROR(layer.file->Resize(size));
       }
@@ -1100,11 +1115,8 @@ class Table::Impl {
       }
       RT_RETURN_IF_ERROR(layer.file->WriteBatch(writes));
       internal::KillPoint("checkpoint: written in place");
-      RT_RETURN_IF_ERROR(layer.file->Sync());
+      RT_RETURN_IF_ERROR(layer.file->WriteBack());
     }
-    RT_RETURN_IF_ERROR(files_.blocks->Write(next.slot(), superblock.span()));
-    RT_RETURN_IF_ERROR(files_.blocks->Sync());
-    internal::KillPoint("checkpoint: superblock synced");
     // The held bucket blocks, now clean, go to the cache.
     for (const auto& [block, bytes] : blocks_->held()) {
       if (block >= kHeaderBlocks &&
@@ -1112,27 +1124,49 @@ class Table::Impl {
         cache_.Insert(block - kHeaderBlocks, bytes.span());
       }
     }
-    // Only now may the files shrink: the superblock no longer needs what
-    // lies past the new ends.
+    // What lies past the files' new ends stays until the checkpoint is
+    // complete; the deferred devices read it as zeros meanwhile.
+    for (const Layer& layer : Layers()) layer.seen->Clear();
+    pending_ = pending;
+    sb_ = next;
+    ++checkpoints_;
+    RT_RETURN_IF_ERROR(wal_.Start(applied_seq_ + 1));
+    return complete ? CompleteCheckpoint(/*rewrite_journal=*/true)
+                    : absl::OkStatus();
+  }
+
+  // Completes the checkpoint written in place, if one is pending: the
+  // files synced (their write-back began with the checkpoint, so little is
+  // left to wait for), its superblock written in place and synced, then
+  // the files cut to their new ends (only now: the older superblock needed
+  // what lay past them). With `rewrite_journal` the journal is then
+  // rewritten with the superblock alone, which frees its block images'
+  // disk space and keeps a third copy of the newest superblock: if that
+  // copy in the block file is damaged, Open falls back to the older one,
+  // finds this journal newer, and lays the newest superblock over it again.
+  absl::Status CompleteCheckpoint(bool rewrite_journal)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!pending_) return absl::OkStatus();
+    const Superblock done = pending_->superblock;
     for (const Layer& layer : Layers()) {
-      const uint64_t size = layer.seen->num_blocks();
+      RT_RETURN_IF_ERROR(layer.file->Sync());
+    }
+    io::AlignedBuffer superblock(block_size());
+    internal::EncodeSuperblock(done, superblock.span());
+    RT_RETURN_IF_ERROR(files_.blocks->Write(done.slot(), superblock.span()));
+    RT_RETURN_IF_ERROR(files_.blocks->Sync());
+    internal::KillPoint("checkpoint: superblock synced");
+    for (const Layer& layer : Layers()) {
+      const uint64_t size = pending_->sizes[layer.id];
       if (layer.file->num_blocks() > size) {
         RT_RETURN_IF_ERROR(layer.file->Resize(size));
       }
-      layer.seen->Clear();
     }
-    // Once the superblock is synced the journal's block images are stale;
-    // it is rewritten with the superblock alone, which frees their disk
-    // space and keeps a third copy of the newest superblock: if that copy
-    // in the block file is damaged, Open falls back to the older one, finds
-    // this journal newer, and lays the newest superblock over it again.
-    const internal::JournalEntry kept = {kBlocksFileId, next.slot(),
+    pending_.reset();
+    if (!rewrite_journal) return absl::OkStatus();
+    const internal::JournalEntry kept = {kBlocksFileId, done.slot(),
                                          superblock.span()};
-    RT_RETURN_IF_ERROR(
-        internal::WriteJournal(*files_.journal, next.sequence, {&kept, 1}));
-    sb_ = next;
-    ++checkpoints_;
-    return wal_.Start(applied_seq_ + 1);
+    return internal::WriteJournal(*files_.journal, done.sequence, {&kept, 1});
   }
 
   const Options options_;
@@ -1185,6 +1219,14 @@ class Table::Impl {
   absl::Status sync_error_ ABSL_GUARDED_BY(sync_mu_);
   // Set by Close, which releases the log.
   bool closed_for_sync_ ABSL_GUARDED_BY(sync_mu_) = false;
+  // A checkpoint whose journal is synced and whose images were written in
+  // place, not yet synced there (CheckpointLocked): its superblock, and
+  // each file's size in blocks, by file id.
+  struct Pending {
+    Superblock superblock;
+    std::array<uint64_t, 2> sizes{};
+  };
+  std::optional<Pending> pending_ ABSL_GUARDED_BY(mu_);
   uint64_t checkpoints_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t recovered_records_ ABSL_GUARDED_BY(mu_) = 0;
   bool recovered_journal_ ABSL_GUARDED_BY(mu_) = false;
@@ -1335,6 +1377,30 @@ absl::Status PublishNewTable(const std::string& path) {
   return absl::OkStatus();
 }
 
+// Writes a complete journal's images in place and syncs them, the
+// superblock's last: its checkpoint was cut short, or not yet completed in
+// place (Table::Impl::CheckpointLocked), and the log no longer holds the
+// writes it covers, so it must be in place before anything may overwrite
+// the journal. A crash meanwhile leaves the journal to be applied again.
+absl::Status ApplyJournal(const internal::Journal& journal, Files& files) {
+  for (const bool superblocks : {false, true}) {
+    for (const internal::JournalImage& image : journal.images) {
+      const bool is_superblock =
+          image.file == kBlocksFileId && image.block < kHeaderBlocks;
+      if (is_superblock != superblocks) continue;
+      io::BlockDevice& file =
+          image.file == kStashFileId ? *files.stash : *files.blocks;
+      if (image.block >= file.num_blocks()) {
+        RT_RETURN_IF_ERROR(file.Resize(image.block + 1));
+      }
+      RT_RETURN_IF_ERROR(file.Write(image.block, image.bytes.span()));
+    }
+    if (!superblocks) RT_RETURN_IF_ERROR(files.stash->Sync());
+    RT_RETURN_IF_ERROR(files.blocks->Sync());
+  }
+  return absl::OkStatus();
+}
+
 // This build reads exactly one format version.
 absl::Status CheckFormatVersion(const std::string& path, const Superblock& sb) {
   if (sb.format_version == internal::kFormatVersion) return absl::OkStatus();
@@ -1472,6 +1538,7 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
         return absl::DataLossError(absl::StrCat(
             path, ": the checkpoint journal holds no matching superblock"));
       }
+      if (!options.read_only) RT_RETURN_IF_ERROR(ApplyJournal(*journal, files));
     }
   }
   RT_ASSIGN_OR_RETURN(auto mapping,

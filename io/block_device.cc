@@ -144,6 +144,11 @@ absl::Status BlockDevice::Sync() {
   return absl::OkStatus();
 }
 
+absl::Status BlockDevice::WriteBack() {
+  WaitTimer timer(ledger_);
+  return DoWriteBack();
+}
+
 absl::Status BlockDevice::Resize(uint64_t num_blocks) {
   WaitTimer timer(ledger_);
   return DoResize(num_blocks);

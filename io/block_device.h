@@ -119,6 +119,12 @@ class BlockDevice {
   absl::Status WriteBatch(std::span<const WriteRequest> requests);
 
   absl::Status Sync();
+  // Starts writing the completed writes to the medium and returns without
+  // waiting for them: a hint that makes the next Sync shorter. It promises
+  // no durability (only Sync does); a write-back that fails is reported by
+  // the next Sync. The file backends call sync_file_range; the others do
+  // nothing.
+  absl::Status WriteBack();
   absl::Status Resize(uint64_t num_blocks);
 
   // The physical ledger. Blocks, bytes and operations count successful
@@ -137,6 +143,7 @@ class BlockDevice {
   virtual absl::Status DoReadBatch(std::span<const ReadRequest> requests);
   virtual absl::Status DoWriteBatch(std::span<const WriteRequest> requests);
   virtual absl::Status DoSync() = 0;
+  virtual absl::Status DoWriteBack() { return absl::OkStatus(); }
   virtual absl::Status DoResize(uint64_t num_blocks) = 0;
 
   // InvalidArgument or OutOfRange per the contract above, naming `op`, the

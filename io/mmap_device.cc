@@ -64,6 +64,13 @@ class MmapDevice : public BlockDevice {
     if (fdatasync(fd_) != 0) return FileError(errno, "fdatasync", path());
     return absl::OkStatus();
   }
+  // Stores into a shared mapping dirty the file's pages in the page cache,
+  // which sync_file_range writes back as it does those of pwrite.
+  absl::Status DoWriteBack() override {
+    ledger().CountSubmission();
+    StartWriteBack(fd_);
+    return absl::OkStatus();
+  }
   absl::Status DoResize(uint64_t num_blocks) override {
     std::unique_lock<std::shared_mutex> lock(mu_);
     const off_t bytes = static_cast<off_t>(num_blocks * caps_.block_size);

@@ -149,6 +149,18 @@ absl::Status FileDevice::DoSync() {
   return absl::OkStatus();
 }
 
+void StartWriteBack(int fd) {
+  while (sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) != 0 &&
+         errno == EINTR) {
+  }
+}
+
+absl::Status FileDevice::DoWriteBack() {
+  ledger().CountSubmission();
+  StartWriteBack(fd_);
+  return absl::OkStatus();
+}
+
 absl::Status FileDevice::DoResize(uint64_t num_blocks) {
   if (ftruncate(fd_, static_cast<off_t>(num_blocks * caps_.block_size)) != 0) {
     return FileError(errno, "ftruncate", path());

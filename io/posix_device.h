@@ -38,6 +38,7 @@ class FileDevice : public BlockDevice {
                        std::span<const std::byte> buffer) override;
   absl::Status DoWriteBatch(std::span<const WriteRequest> requests) override;
   absl::Status DoSync() override;
+  absl::Status DoWriteBack() override;
   absl::Status DoResize(uint64_t num_blocks) override;
 
   int fd() const { return fd_; }
@@ -53,6 +54,11 @@ class FileDevice : public BlockDevice {
 // divided by the block size, rounded down.
 absl::StatusOr<std::unique_ptr<BlockDevice>> OpenPosixDevice(
     const std::string& path, const DeviceOptions& options);
+
+// sync_file_range(SYNC_FILE_RANGE_WRITE) over the whole of `fd`: write-back
+// started, not waited for (BlockDevice::WriteBack). Its errors are left to
+// the next fdatasync, which reports a write-back that failed.
+void StartWriteBack(int fd);
 
 // Opens the file descriptor for `path` as the file backends do; returns the
 // descriptor and the file size in bytes.

@@ -3,7 +3,8 @@
 // files sit behind fault-injection devices. The power is cut at a random
 // device operation (anywhere: in a log append, a distribute, a checkpoint's
 // journal or in-place writes); every unsynced write is then dropped, or a
-// random subset kept, with one block torn. The table must reopen to a state
+// random subset kept, with one block torn; then again inside the recovery
+// that follows. The table must reopen to a state
 // of the acknowledged history that holds every durable write: exactly the
 // state after some prefix of the operations, at least up to the last one
 // made durable. A failure prints its seed; RT_POWER_LOSS_SEED=s reruns that
@@ -200,6 +201,33 @@ class Run {
     return made;
   }
 
+  // Opens the crashed table with the power cut at its `cut_at`-th mutation:
+  // inside the recovery (a journal laid over the files, the log replayed
+  // and continued, a checkpoint), or right after it when the recovery makes
+  // fewer. Every write unsynced at the cut is dropped, or a random subset
+  // kept with one block torn; Verify then opens what is left.
+  void CutDuringRecovery(uint64_t cut_at) {
+    PowerRig rig;
+    rig.Arm(cut_at);
+    Options o = options_;
+    o.open_file = rig.Opener();
+    {
+      auto table = Table::Open(o, dir_);
+      if (table.ok()) {
+        rig.Cut();
+        table->reset();
+      } else {
+        EXPECT_TRUE(rig.cut()) << table.status();
+      }
+    }
+    std::mt19937_64 loss_rng(seed_ * 131 + cut_at);
+    io::FaultInjectionDevice::PowerLoss how;
+    how.keep_random_subset = loss_rng() % 3 != 0;
+    how.tear_one = how.keep_random_subset && loss_rng() % 2;
+    how.seed = loss_rng();
+    EXPECT_TRUE(rig.LosePower(how).ok());
+  }
+
   // Reopens after the power loss and compares with the history. Unless
   // `last`, the power is then cut again, right after the recovery (which
   // leaves the recovered writes held and the log continued), and the
@@ -341,9 +369,10 @@ void RunSeeds(uint64_t first, uint64_t count) {
     const uint64_t total = run.Execute(0, nullptr, true);
     ASSERT_GT(total, 0u);
     std::mt19937_64 rng(seed);
-    // A cut, recovery, a cut right after it; more writes on the recovered
-    // table, a cut, recovery.
+    // A cut, a cut inside the recovery, recovery, a cut right after it;
+    // more writes on the recovered table, a cut, recovery.
     run.Execute(1 + rng() % total, &coverage, true);
+    run.CutDuringRecovery(1 + rng() % 96);
     run.Verify(&coverage, false);
     run.Execute(1 + rng() % total, &coverage, false);
     run.Verify(&coverage, true);

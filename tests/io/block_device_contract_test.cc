@@ -253,6 +253,26 @@ TEST_P(BlockDeviceContractTest, GrowAndTruncate) {
   EXPECT_TRUE(Same(got, AlignedBuffer(kBlock)));
 }
 
+// WriteBack is a hint: the bytes stay as written, it counts as no sync, and
+// under the fault wrapper a power cut after it still drops what no Sync
+// covered.
+TEST_P(BlockDeviceContractTest, WriteBackChangesNothingAndPromisesNothing) {
+  ASSERT_TRUE(device_->Resize(4).ok());
+  ASSERT_TRUE(device_->Sync().ok());
+  const AlignedBuffer data = Pattern(1, 2, 8);
+  ASSERT_TRUE(device_->Write(1, data.span()).ok());
+  ASSERT_TRUE(device_->WriteBack().ok());
+  AlignedBuffer got(2 * kBlock);
+  ASSERT_TRUE(device_->Read(1, got.span()).ok());
+  EXPECT_TRUE(Same(got, data));
+  EXPECT_EQ(device_->stats().syncs, 1u);
+  if (!GetParam().fault_wrapper) return;
+  auto& fault = static_cast<FaultInjectionDevice&>(*device_);
+  ASSERT_TRUE(fault.LosePower({}).ok());
+  ASSERT_TRUE(device_->Read(1, got.span()).ok());
+  EXPECT_TRUE(Same(got, AlignedBuffer(2 * kBlock)));
+}
+
 TEST_P(BlockDeviceContractTest, SyncedDataAndSizeSurviveReopen) {
   if (!persistent()) GTEST_SKIP() << "memory devices do not outlive the object";
   ASSERT_TRUE(device_->Resize(6).ok());
