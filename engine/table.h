@@ -258,11 +258,16 @@ class Table {
   std::unique_ptr<Iterator> NewIterator();
 
   // Makes every write so far durable (one sync of the write-ahead log).
+  // Also completes a checkpoint left pending (its blocks synced in place,
+  // the superblock written, the journal emptied of its block images): a
+  // few more syncs once per checkpoint.
   absl::Status Sync();
 
   // Writes the held blocks, the stash copy and the next superblock through
-  // the journal and in place, then empties the log: what Open reads next
-  // needs no replay.
+  // the journal and in place, synced, then empties the log: what Open reads
+  // next needs no replay. (The checkpoints a write starts by itself leave
+  // the in-place sync to the next checkpoint, Sync or Close:
+  // docs/durability.md.)
   absl::Status Checkpoint();
 
   // Compacts the stash copy, checkpoints, and releases the files. Later
