@@ -682,15 +682,18 @@ class Table::Impl {
 
   // Brings an existing table to the state of its last acknowledged write:
   // the images of a complete journal newer than the superblock (a
-  // checkpoint cut short) over the files, the stash copy, then the log
-  // records after the checkpoint. Unless read-only, a journal's checkpoint
-  // is then completed; otherwise the replayed writes stay in memory (held
-  // blocks) until the next checkpoint, and the log is cut after its last
-  // whole record and continues from there.
+  // checkpoint cut short or not yet complete) over the files, the stash
+  // copy, then the log records after the checkpoint. Unless read-only, the
+  // replayed writes of a table that had a journal are then checkpointed;
+  // otherwise they stay in memory (held blocks) until the next checkpoint,
+  // and the log is cut after its last whole record and continues from
+  // there.
   absl::Status Recover(const std::optional<internal::Journal>& journal)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const auto start = std::chrono::steady_clock::now();
-    if (journal) {
+    // A writable table's Open wrote a journal's images in place
+    // (ApplyJournal); a read-only one holds them here.
+    if (journal && options_.read_only) {
       for (const internal::JournalImage& image : journal->images) {
         internal::DeferredDevice& file =
             image.file == kStashFileId ? *stash_device_ : *blocks_;
@@ -699,8 +702,8 @@ class Table::Impl {
         }
         RT_RETURN_IF_ERROR(file.Write(image.block, image.bytes.span()));
       }
-      recovered_journal_ = true;
     }
+    recovered_journal_ = journal.has_value();
     // The files may be longer than the superblock says (a shrink not yet
     // checkpointed), never shorter.
     if (blocks_->num_blocks() < kHeaderBlocks + sb_.num_buckets) {
@@ -1560,12 +1563,9 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
 
 uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes,
                      size_t value_bytes) {
-  const size_t record = internal::kSlotBytes + internal::VarintLength(key_bytes) +
-                        internal::VarintLength(value_bytes) + key_bytes +
-                        value_bytes;
   const double per_block =
       static_cast<double>(Payload(std::max<uint32_t>(block_size, 512))) /
-      static_cast<double>(record);
+      static_cast<double>(internal::EncodedSize(key_bytes, value_bytes));
   uint64_t s0 = 4;
   while (s0 < 32 && static_cast<double>(s0) < std::sqrt(per_block)) s0 *= 2;
   return s0;

@@ -37,7 +37,7 @@ struct EngineOptions {
   bool sync = false;
   // The workload's key and value sizes, for engines whose layout is chosen
   // by the record (roundtable's s0).
-  size_t key_bytes = 16;  // kvbench's keys are always 16 bytes (workload.h)
+  size_t key_bytes = 16;
   size_t value_bytes = 100;
   // roundtable's s0; 0: SuggestedS0 for the records.
   uint64_t roundtable_s0 = 0;

@@ -94,6 +94,7 @@ absl::Status Runner::Reopen(uint64_t expected_records, bool sync) {
   options.cache_bytes = config_.cache_bytes;
   options.expected_records = expected_records;
   options.sync = sync;
+  options.key_bytes = kKeyBytes;
   options.value_bytes = config_.value_size;
   options.roundtable_s0 = config_.roundtable_s0;
   auto engine = info_.open(options);

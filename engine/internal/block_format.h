@@ -134,13 +134,19 @@ void EncodedBlock::ForEachTagged(Fn fn) const {
   }
 }
 
+inline size_t RecordBytes(size_t key_bytes, size_t value_bytes) {
+  return VarintLength(key_bytes) + VarintLength(value_bytes) + key_bytes +
+         value_bytes;
+}
 inline size_t RecordBytes(std::string_view key, std::string_view value) {
-  return VarintLength(key.size()) + VarintLength(value.size()) + key.size() +
-         value.size();
+  return RecordBytes(key.size(), value.size());
 }
 
+inline size_t EncodedSize(size_t key_bytes, size_t value_bytes) {
+  return kSlotBytes + RecordBytes(key_bytes, value_bytes);
+}
 inline size_t EncodedSize(std::string_view key, std::string_view value) {
-  return kSlotBytes + RecordBytes(key, value);
+  return EncodedSize(key.size(), value.size());
 }
 
 }  // namespace roundtable::internal

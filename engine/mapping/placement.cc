@@ -531,8 +531,9 @@ class BoundedLoads final : public LoadAwareRing {
       return;
     }
     capacity_.resize(n);
+    const double total = total_weight();
     for (uint32_t i = 0; i < n; ++i) {
-      capacity_[i] = Capacity(c_, hashes.size(), weights_[i], total_weight());
+      capacity_[i] = Capacity(c_, hashes.size(), weights_[i], total);
     }
     loads_.assign(n, 0);
     // next[r]: a ring position at or after r (clockwise) that may not be

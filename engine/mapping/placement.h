@@ -134,7 +134,7 @@ class Placement {
   virtual void OnRemove(uint32_t index, uint32_t last) = 0;
   // Whether AddNode may take this weight: 1 only, unless traits().weights.
   absl::Status CheckWeight(double weight) const;
-  // The sum of all weights.
+  // The sum of all weights, summed on each call (O(n)).
   double total_weight() const {
     return std::accumulate(weights_.begin(), weights_.end(), 0.0);
   }
