@@ -17,6 +17,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "engine/internal/block_cache.h"
 #include "engine/internal/block_format.h"
@@ -46,13 +47,23 @@ constexpr char kNewBlocksFile[] = "blocks.new";
 constexpr char kStashFile[] = "stash";
 constexpr char kWalFile[] = "wal";
 constexpr char kJournalFile[] = "journal";
+constexpr char kBufferFile[] = "buffer";
 // The files a journal entry names.
 constexpr uint32_t kBlocksFileId = 0;
 constexpr uint32_t kStashFileId = 1;
+constexpr uint32_t kBufferFileId = 2;
 
-// A table's four files.
+// A table's five files.
 struct Files {
-  std::unique_ptr<io::BlockDevice> blocks, stash, wal, journal;
+  std::unique_ptr<io::BlockDevice> blocks, stash, wal, journal, buffer;
+
+  // The file a journal entry names (the block file for an unknown id,
+  // which ReadJournal never returns).
+  io::BlockDevice& ById(uint32_t id) const {
+    return id == kStashFileId    ? *stash
+           : id == kBufferFileId ? *buffer
+                                 : *blocks;
+  }
 };
 
 // One put or delete of a write, as logged.
@@ -166,8 +177,13 @@ class Table::Impl {
             std::make_unique<internal::DeferredDevice>(files_.blocks.get())),
         stash_device_(
             std::make_unique<internal::DeferredDevice>(files_.stash.get())),
+        buffer_device_(
+            std::make_unique<internal::DeferredDevice>(files_.buffer.get())),
         wal_(files_.wal.get()),
         stash_log_(stash_device_.get(), sb.stash_epoch, sb.stash_blocks),
+        buffer_log_(buffer_device_.get(), sb.buffer_epoch, sb.buffer_blocks),
+        // A table in memory has no block to save a read of.
+        buffer_limit_(in_memory_ ? 0 : options.write_buffer_bytes),
         cache_(options.block_cache_bytes, sb.block_size),
         work_(sb.block_size),
         payload_(Payload(sb.block_size)),
@@ -185,8 +201,8 @@ class Table::Impl {
     return XXH3_64bits_withSeed(key.data(), key.size(), hash_seed_);
   }
 
-  // Fills the in-RAM stash from its persistent copy.
-  absl::Status LoadStash() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // Fills the in-RAM stash and write buffer from their persistent copies.
+  absl::Status LoadStashAndBuffer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     RT_ASSIGN_OR_RETURN(
         auto live, internal::StashLog::Load(*stash_device_, sb_.stash_epoch,
                                             sb_.stash_blocks));
@@ -194,7 +210,16 @@ class Table::Impl {
       const uint64_t h = Hash(key);
       stash_.Add(mapping_.FindBucket(h), h, Record{key, std::move(value)});
     }
-    return stash_log_.ResumeTail();
+    RT_RETURN_IF_ERROR(stash_log_.ResumeTail());
+    RT_ASSIGN_OR_RETURN(
+        live, internal::StashLog::Load(*buffer_device_, sb_.buffer_epoch,
+                                       sb_.buffer_blocks,
+                                       "write buffer copy"));
+    for (auto& [key, value] : live) {
+      const uint64_t h = Hash(key);
+      buffer_.Add(mapping_.FindBucket(h), h, Record{key, std::move(value)});
+    }
+    return buffer_log_.ResumeTail();
   }
 
   absl::Status Get(std::string_view key, std::string* value) {
@@ -202,7 +227,7 @@ class Table::Impl {
     RT_RETURN_IF_ERROR(CheckOpen());
     const uint64_t h = Hash(key);
     const uint64_t b = mapping_.FindBucket(h);
-    if (const Record* r = stash_.Find(b, key, h)) {
+    if (const Record* r = FindInMemory(b, key, h)) {
       value->assign(r->value);
       return absl::OkStatus();
     }
@@ -336,7 +361,7 @@ class Table::Impl {
     for (size_t i = 0; i < keys.size(); ++i) {
       hash_of[i] = Hash(keys[i]);
       const uint64_t b = mapping_.FindBucket(hash_of[i]);
-      if (const Record* r = stash_.Find(b, keys[i], hash_of[i])) {
+      if (const Record* r = FindInMemory(b, keys[i], hash_of[i])) {
         out[i] = r->value;
         continue;
       }
@@ -393,14 +418,42 @@ class Table::Impl {
     if (const internal::Stash::List* list = stash_.ListOf(b)) {
       out->insert(out->end(), list->begin(), list->end());
     }
+    // A buffered put replaces the stored record of its key.
+    if (const internal::Stash::List* list = buffer_.ListOf(b)) {
+      absl::flat_hash_set<std::string_view> buffered;
+      for (const Record& r : *list) buffered.insert(r.key);
+      std::erase_if(*out, [&](const Record& r) {
+        return buffered.contains(r.key);
+      });
+      out->insert(out->end(), list->begin(), list->end());
+    }
     return absl::OkStatus();
   }
 
+  // A put waits in the write buffer, reading nothing, when its block would
+  // have to be read from the file (neither held nor cached) and the key is
+  // not in the stash; a key already buffered takes the new value there.
   absl::Status PutLocked(std::string_view key, std::string_view value)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const uint64_t h = Hash(key);
+    const uint64_t b = mapping_.FindBucket(h);
+    if (Record* buffered = buffer_.Find(b, key, h)) {
+      buffer_.SetValue(buffered, value);
+    } else if (buffer_limit_ > 0 && !BlockInMemory(b) &&
+               stash_.Find(b, key, h) == nullptr) {
+      buffer_.Add(b, h, Record{std::string(key), std::string(value)});
+    } else {
+      return PutInBlock(key, value, h);
+    }
+    RT_RETURN_IF_ERROR(Fail(buffer_log_.AppendPut(key, value)));
+    return MaybeDrainBuffer();
+  }
+
+  // Applies a put to the key's block (or its stash list).
+  absl::Status PutInBlock(std::string_view key, std::string_view value,
+                          uint64_t h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const size_t size = internal::EncodedSize(key, value);
     bool grown = false;
-    const uint64_t h = Hash(key);
     while (true) {
       const uint64_t b = mapping_.FindBucket(h);
       // A key in the stash is replaced there (its block stays full, nothing
@@ -463,10 +516,17 @@ class Table::Impl {
     }
   }
 
+  // A buffered put of the key is dropped, and so is the record stored in
+  // its block or stash list.
   absl::Status DeleteLocked(std::string_view key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const uint64_t h = Hash(key);
     const uint64_t b = mapping_.FindBucket(h);
+    if (buffer_.Find(b, key, h) != nullptr) {
+      buffer_.Filter(b, [&](const Record& r) { return r.key != key; });
+      RT_RETURN_IF_ERROR(Fail(buffer_log_.AppendRemove(key)));
+      RT_RETURN_IF_ERROR(Fail(MaybeRewriteBufferCopy()));
+    }
     if (stash_.Find(b, key, h) != nullptr) {
       return Fail(RemoveFromStash(b, key));
     }
@@ -508,6 +568,19 @@ class Table::Impl {
     return SyncThrough(logged_seq_.load(std::memory_order_acquire));
   }
 
+  // Table::Flush.
+  absl::Status Flush() {
+    MutexLock lock(&mu_);
+    RT_RETURN_IF_ERROR(CheckWritable());
+    while (buffer_.records() > 0) {
+      RT_RETURN_IF_ERROR(DrainNextBucket());
+      RT_RETURN_IF_ERROR(MaybeCheckpoint());
+    }
+    // Puts that replaced larger records may leave buckets to release.
+    RT_RETURN_IF_ERROR(Fail(MaybeShrink()));
+    return Fail(MaybeRewriteBufferCopy());
+  }
+
   absl::Status Checkpoint() {
     MutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckWritable());
@@ -522,6 +595,7 @@ class Table::Impl {
       // Compact the stash copy so that the next open reads only the live
       // stash, then checkpoint: the next open replays nothing.
       s = RewriteStashCopy();
+      if (s.ok()) s = RewriteCopy(buffer_, buffer_log_);
       if (s.ok()) s = CheckpointLocked(/*complete=*/true);
     }
     closed_ = true;
@@ -536,6 +610,7 @@ class Table::Impl {
     }
     blocks_.reset();
     stash_device_.reset();
+    buffer_device_.reset();
     files_ = Files{};
     return s;
   }
@@ -547,6 +622,8 @@ class Table::Impl {
     st.records = record_count_;
     st.stash_records = stash_.records();
     st.stash_bytes = stash_.bytes();
+    st.buffered_records = buffer_.records();
+    st.buffered_bytes = buffer_.bytes();
     st.data_bytes = data_bytes_;
     st.block_size = sb_.block_size;
     st.block_records = sb_.block_records;
@@ -567,7 +644,8 @@ class Table::Impl {
     st.held_hits = held_hits_.load(std::memory_order_relaxed);
     st.cache_misses = cache_.misses();
     if (blocks_) {
-      st.held_blocks = blocks_->held().size() + stash_device_->held().size();
+      st.held_blocks = blocks_->held().size() + stash_device_->held().size() +
+                       buffer_device_->held().size();
     }
     st.wal_bytes = wal_.bytes();
     st.checkpoints = checkpoints_;
@@ -579,6 +657,7 @@ class Table::Impl {
       st.physical_stash = files_.stash->stats();
       st.physical_wal = files_.wal->stats();
       st.physical_journal = files_.journal->stats();
+      st.physical_buffer = files_.buffer->stats();
     }
     return st;
   }
@@ -649,6 +728,24 @@ class Table::Impl {
     if (!stash_.Consistent([&](std::string_view k) { return Hash(k); })) {
       return fault("the stash's filters or key hashes disagree with its lists");
     }
+    // Buffered puts: each in the list of its own bucket, no key twice.
+    absl::flat_hash_set<std::string_view> buffered;
+    buffer_.ForEachList([&](uint64_t b, const internal::Stash::List& list) {
+      for (const Record& r : list) {
+        if (!stray.ok()) return;
+        if (mapping_.FindBucket(Hash(r.key)) != b) {
+          stray = fault("a buffered put in the list of bucket ", b,
+                        " belongs to another bucket");
+        } else if (!buffered.insert(r.key).second) {
+          stray = fault("a key is buffered twice (bucket ", b, ")");
+        }
+      }
+    });
+    RT_RETURN_IF_ERROR(stray);
+    if (!buffer_.Consistent([&](std::string_view k) { return Hash(k); })) {
+      return fault(
+          "the write buffer's filters or key hashes disagree with its lists");
+    }
     if (stash_records != stash_.records() || stash_bytes != stash_.bytes()) {
       return fault("counted ", stash_records, " stash records of ", stash_bytes,
                    " bytes; the stash says ", stash_.records(), " and ",
@@ -695,8 +792,7 @@ class Table::Impl {
     // (ApplyJournal); a read-only one holds them here.
     if (journal && options_.read_only) {
       for (const internal::JournalImage& image : journal->images) {
-        internal::DeferredDevice& file =
-            image.file == kStashFileId ? *stash_device_ : *blocks_;
+        internal::DeferredDevice& file = *Layers()[image.file].seen;
         if (image.block >= file.num_blocks()) {
           RT_RETURN_IF_ERROR(file.Resize(image.block + 1));
         }
@@ -712,7 +808,7 @@ class Table::Impl {
           kHeaderBlocks + sb_.num_buckets, " expected"));
     }
     RT_RETURN_IF_ERROR(blocks_->Resize(kHeaderBlocks + sb_.num_buckets));
-    RT_RETURN_IF_ERROR(LoadStash());
+    RT_RETURN_IF_ERROR(LoadStashAndBuffer());
     RT_ASSIGN_OR_RETURN(
         const internal::WalReplay replay,
         internal::ReplayWal(*files_.wal, sb_.wal_seq,
@@ -781,6 +877,56 @@ class Table::Impl {
     return std::max(by_bytes, needed(records, block_records_));
   }
 
+  // The record of `key` in the write buffer or the stash, or null: the
+  // records a read finds in memory, the buffer's first (a buffered put is
+  // newer than what its block or stash list holds).
+  Record* FindInMemory(uint64_t b, std::string_view key, uint64_t h)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    if (Record* r = buffer_.Find(b, key, h)) return r;
+    return stash_.Find(b, key, h);
+  }
+
+  // Whether bucket b's block is held or cached: a put edits it with no read.
+  bool BlockInMemory(uint64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return blocks_->Held(b + kHeaderBlocks) != nullptr || cache_.Contains(b);
+  }
+
+  // The memory the write buffer takes: its records' encoded bytes and, for
+  // each, the record's strings and key hash.
+  uint64_t BufferBytes() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return buffer_.bytes() +
+           buffer_.records() * (sizeof(Record) + sizeof(uint64_t));
+  }
+
+  // While the write buffer takes more than Options::write_buffer_bytes,
+  // drains the buffered puts of one bucket after another into their
+  // blocks. The buckets are taken in a sweep from where the last drain
+  // stopped, so that each gathers puts for as long as a sweep takes and
+  // one block read and write applies them all.
+  absl::Status MaybeDrainBuffer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (BufferBytes() > buffer_limit_) {
+      RT_RETURN_IF_ERROR(DrainNextBucket());
+    }
+    return Fail(MaybeRewriteBufferCopy());
+  }
+
+  // Applies the buffered puts of the next bucket from the drain cursor on
+  // that has any. REQUIRES: the buffer is not empty.
+  absl::Status DrainNextBucket() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const uint64_t m = mapping_.num_buckets();
+    uint64_t b = drain_cursor_ % m;
+    while (buffer_.ListOf(b) == nullptr) b = (b + 1) % m;
+    drain_cursor_ = b + 1;
+    ++logical_.buffer_drains;
+    for (Record& r : buffer_.Take(b)) {
+      RT_RETURN_IF_ERROR(Fail(buffer_log_.AppendRemove(r.key)));
+      RT_RETURN_IF_ERROR(Fail(PutInBlock(r.key, r.value, Hash(r.key))));
+      internal::KillPoint("buffer: put drained");
+    }
+    return absl::OkStatus();
+  }
+
+
   absl::Status AddToStash(uint64_t b, uint64_t h, Record record)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     RT_RETURN_IF_ERROR(stash_log_.AppendPut(record.key, record.value));
@@ -829,14 +975,29 @@ class Table::Impl {
   }
 
   absl::Status RewriteStashCopy() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    std::vector<std::pair<std::string_view, std::string_view>> live;
-    live.reserve(stash_.records());
-    stash_.ForEachList([&](uint64_t, const internal::Stash::List& list) {
-      for (const Record& r : list) live.emplace_back(r.key, r.value);
-    });
-    RT_RETURN_IF_ERROR(stash_log_.Rewrite(live));
+    RT_RETURN_IF_ERROR(RewriteCopy(stash_, stash_log_));
     internal::KillPoint("stash: copy rewritten");
     return absl::OkStatus();
+  }
+
+  absl::Status MaybeRewriteBufferCopy() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!buffer_log_.WantsRewrite(buffer_.bytes() + buffer_.records())) {
+      return absl::OkStatus();
+    }
+    RT_RETURN_IF_ERROR(RewriteCopy(buffer_, buffer_log_));
+    internal::KillPoint("buffer: copy rewritten");
+    return absl::OkStatus();
+  }
+
+  // Writes the live records of `records` as the whole of `copy`.
+  static absl::Status RewriteCopy(const internal::Stash& records,
+                                  internal::StashLog& copy) {
+    std::vector<std::pair<std::string_view, std::string_view>> live;
+    live.reserve(records.records());
+    records.ForEachList([&](uint64_t, const internal::Stash::List& list) {
+      for (const Record& r : list) live.emplace_back(r.key, r.value);
+    });
+    return copy.Rewrite(live);
   }
 
   // Bucket b's block if it is held since the last checkpoint (a read it
@@ -929,6 +1090,14 @@ class Table::Impl {
       blocks.push_back(BlockView(out[i].span()));
       blocks.back().Init(rebuilt[i]);
       slot[rebuilt[i]] = i;
+    }
+    // Buffered puts of the sources follow their keys to their new buckets
+    // (the buffer's copy stores no bucket, so nothing is logged).
+    for (const uint64_t b : sources) {
+      for (Record& r : buffer_.Take(b)) {
+        const uint64_t h = Hash(r.key);
+        buffer_.Add(mapping_.FindBucket(h), h, std::move(r));
+      }
     }
     // Records leaving the stash are logged as removals, records entering it
     // as puts; a record that stays in the stash needs no entry.
@@ -1039,16 +1208,18 @@ class Table::Impl {
     io::BlockDevice* file;
     internal::DeferredDevice* seen;
   };
-  std::array<Layer, 2> Layers() {
+  std::array<Layer, 3> Layers() {
     return {{{kBlocksFileId, files_.blocks.get(), blocks_.get()},
-             {kStashFileId, files_.stash.get(), stash_device_.get()}}};
+             {kStashFileId, files_.stash.get(), stash_device_.get()},
+             {kBufferFileId, files_.buffer.get(), buffer_device_.get()}}};
   }
 
   // Starts a checkpoint when the log passes Options::checkpoint_bytes, or
   // the held blocks pass that or the block cache's size, whichever is
   // larger (Options::checkpoint_bytes says why).
   absl::Status MaybeCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const uint64_t held = blocks_->held_bytes() + stash_device_->held_bytes();
+    const uint64_t held = blocks_->held_bytes() + stash_device_->held_bytes() +
+                          buffer_device_->held_bytes();
     const uint64_t held_limit =
         std::max(options_.checkpoint_bytes, options_.block_cache_bytes);
     if (held < held_limit && wal_.bytes() < options_.checkpoint_bytes) {
@@ -1073,12 +1244,15 @@ class Table::Impl {
     // be in place first.
     RT_RETURN_IF_ERROR(CompleteCheckpoint(/*rewrite_journal=*/false));
     RT_RETURN_IF_ERROR(stash_log_.Flush());
+    RT_RETURN_IF_ERROR(buffer_log_.Flush());
     Superblock next = sb_;
     next.num_buckets = mapping_.num_buckets();
     next.record_count = record_count_;
     next.data_bytes = data_bytes_;
     next.stash_epoch = stash_log_.epoch();
     next.stash_blocks = stash_log_.blocks();
+    next.buffer_epoch = buffer_log_.epoch();
+    next.buffer_blocks = buffer_log_.blocks();
     next.wal_seq = applied_seq_;
     ++next.sequence;
     io::AlignedBuffer superblock(block_size());
@@ -1093,6 +1267,9 @@ class Table::Impl {
     }
     for (const auto& [block, bytes] : stash_device_->held()) {
       entries.push_back({kStashFileId, block, bytes.span()});
+    }
+    for (const auto& [block, bytes] : buffer_device_->held()) {
+      entries.push_back({kBufferFileId, block, bytes.span()});
     }
     const size_t in_place = entries.size();
     entries.push_back({kBlocksFileId, next.slot(), superblock.span()});
@@ -1186,8 +1363,16 @@ class Table::Impl {
   // blocks are held here until a checkpoint.
   std::unique_ptr<internal::DeferredDevice> blocks_;
   std::unique_ptr<internal::DeferredDevice> stash_device_;
+  std::unique_ptr<internal::DeferredDevice> buffer_device_;
   internal::WalWriter wal_ ABSL_GUARDED_BY(mu_);
   internal::StashLog stash_log_ ABSL_GUARDED_BY(mu_);
+  internal::StashLog buffer_log_ ABSL_GUARDED_BY(mu_);
+  // Options::write_buffer_bytes; 0 in memory. Puts of keys whose block is
+  // not in memory wait in buffer_ (by bucket, as the stash keeps its
+  // records) until MaybeDrainBuffer applies them; buffer_log_ is its copy.
+  const uint64_t buffer_limit_;
+  internal::Stash buffer_ ABSL_GUARDED_BY(mu_);
+  uint64_t drain_cursor_ ABSL_GUARDED_BY(mu_) = 0;
   internal::BlockCache cache_;
   // A block read from the file before a Put or Delete edits it, and the
   // empty blocks of a new table.
@@ -1227,7 +1412,7 @@ class Table::Impl {
   // each file's size in blocks, by file id.
   struct Pending {
     Superblock superblock;
-    std::array<uint64_t, 2> sizes{};
+    std::array<uint64_t, 3> sizes{};
   };
   std::optional<Pending> pending_ ABSL_GUARDED_BY(mu_);
   uint64_t checkpoints_ ABSL_GUARDED_BY(mu_) = 0;
@@ -1261,6 +1446,7 @@ absl::Status Table::Delete(std::string_view key, const WriteOptions& options) {
   return impl_->Write({&op, 1}, options);
 }
 absl::Status Table::Sync() { return impl_->Sync(); }
+absl::Status Table::Flush() { return impl_->Flush(); }
 absl::Status Table::Checkpoint() { return impl_->Checkpoint(); }
 
 absl::Status Table::Write(const WriteBatch& batch,
@@ -1391,14 +1577,16 @@ absl::Status ApplyJournal(const internal::Journal& journal, Files& files) {
       const bool is_superblock =
           image.file == kBlocksFileId && image.block < kHeaderBlocks;
       if (is_superblock != superblocks) continue;
-      io::BlockDevice& file =
-          image.file == kStashFileId ? *files.stash : *files.blocks;
+      io::BlockDevice& file = files.ById(image.file);
       if (image.block >= file.num_blocks()) {
         RT_RETURN_IF_ERROR(file.Resize(image.block + 1));
       }
       RT_RETURN_IF_ERROR(file.Write(image.block, image.bytes.span()));
     }
-    if (!superblocks) RT_RETURN_IF_ERROR(files.stash->Sync());
+    if (!superblocks) {
+      RT_RETURN_IF_ERROR(files.stash->Sync());
+      RT_RETURN_IF_ERROR(files.buffer->Sync());
+    }
     RT_RETURN_IF_ERROR(files.blocks->Sync());
   }
   return absl::OkStatus();
@@ -1501,6 +1689,7 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
   RT_ASSIGN_OR_RETURN(files.blocks,
                       open(exists ? kBlocksFile : kNewBlocksFile, dev));
   RT_ASSIGN_OR_RETURN(files.stash, open(kStashFile, dev));
+  RT_ASSIGN_OR_RETURN(files.buffer, open(kBufferFile, dev));
   // The log and the journal may be missing (a table never written since a
   // clean close may have had them removed): then they are empty.
   io::DeviceOptions aux = dev;
@@ -1517,8 +1706,9 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
   RT_ASSIGN_OR_RETURN(files.journal, open(kJournalFile, aux));
   if (!exists) {
     // Whatever an earlier creation cut short left behind is discarded.
-    for (io::BlockDevice* file : {files.blocks.get(), files.stash.get(),
-                                  files.wal.get(), files.journal.get()}) {
+    for (io::BlockDevice* file :
+         {files.blocks.get(), files.stash.get(), files.wal.get(),
+          files.journal.get(), files.buffer.get()}) {
       RT_RETURN_IF_ERROR(file->Resize(0));
     }
   }
@@ -1531,6 +1721,11 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
     if (journal) {
       bool found = false;
       for (const internal::JournalImage& image : journal->images) {
+        if (image.file > kBufferFileId) {
+          return absl::DataLossError(absl::StrCat(
+              path, ": the checkpoint journal names an unknown file ",
+              image.file));
+        }
         if (image.file != kBlocksFileId || image.block >= kHeaderBlocks) {
           continue;
         }
@@ -1573,7 +1768,8 @@ uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes,
 
 absl::Status DestroyTable(const std::string& path) {
   for (const char* file :
-       {kBlocksFile, kNewBlocksFile, kStashFile, kWalFile, kJournalFile}) {
+       {kBlocksFile, kNewBlocksFile, kStashFile, kWalFile, kJournalFile,
+        kBufferFile}) {
     const std::string p = Join(path, file);
     if (unlink(p.c_str()) != 0 && errno != ENOENT) {
       return absl::Status(absl::ErrnoToStatusCode(errno),

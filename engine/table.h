@@ -70,6 +70,17 @@ struct Options {
   // on each block between checkpoints: a cache large enough for the table
   // lets the held blocks grow to the whole table.
   uint64_t checkpoint_bytes = 32 << 20;
+  // A put whose block is neither cached nor held (and whose key is not in
+  // the stash) waits in the write buffer, reading nothing; the buffer has a
+  // copy in its own file, written at checkpoints as the stash copy is, so
+  // that it outlives the log. While the buffer's records (their bytes and
+  // about 40 bytes each besides) pass this, the puts of one bucket after
+  // another, in a sweep over the buckets, are applied to their blocks: one
+  // block read and write for all the puts a bucket gathered since the sweep
+  // last passed it, where each put would read and write it once. Reads look
+  // in the buffer first. 0: no buffer, every put edits its block at once.
+  // Ignored (no buffer) in memory.
+  uint64_t write_buffer_bytes = 64 << 20;
   // kMemory: the table lives in memory only, with no files or directory
   // (the path is only a name) and no write-ahead log; Open always creates
   // it, and it is gone when closed. For experiments and tests.
@@ -104,6 +115,10 @@ struct LogicalLedger {
   uint64_t shrink_reads = 0;       // distribute after free_bucket(): z + 1
   uint64_t shrink_writes = 0;      // z per shrink
   uint64_t stash_copy_writes = 0;  // blocks of the persistent stash copy
+  // Buckets whose buffered puts were applied together (Options::
+  // write_buffer_bytes): one block read and write each, where the puts
+  // count one each in put_reads and put_writes.
+  uint64_t buffer_drains = 0;
   uint64_t grows = 0;
   uint64_t shrinks = 0;
 };
@@ -119,7 +134,12 @@ struct TableStats {
   uint64_t records = 0;
   uint64_t stash_records = 0;
   uint64_t stash_bytes = 0;
-  uint64_t data_bytes = 0;  // encoded bytes of all records
+  // Puts waiting in the write buffer (Options::write_buffer_bytes), not
+  // counted in `records` and `data_bytes` until they reach their blocks
+  // (some of them replace a stored record).
+  uint64_t buffered_records = 0;
+  uint64_t buffered_bytes = 0;
+  uint64_t data_bytes = 0;  // encoded bytes of all records in blocks or stash
   uint32_t block_size = 0;
   uint32_t block_records = 0;
   uint64_t s0 = 0;
@@ -133,8 +153,8 @@ struct TableStats {
   // blocks are kept out of the cache until the checkpoint moves them in).
   uint64_t held_hits = 0;
   uint64_t cache_misses = 0;  // block reads that went past the cache
-  // Blocks of the block file and the stash copy written since the last
-  // checkpoint, held in memory until the next.
+  // Blocks of the block file, the stash copy and the write buffer's copy
+  // written since the last checkpoint, held in memory until the next.
   uint64_t held_blocks = 0;
   uint64_t wal_bytes = 0;  // records in the write-ahead log
   uint64_t checkpoints = 0;
@@ -147,6 +167,7 @@ struct TableStats {
   io::IoStats physical_stash;    // the stash copy
   io::IoStats physical_wal;      // the write-ahead log
   io::IoStats physical_journal;  // the checkpoint journal
+  io::IoStats physical_buffer;   // the write buffer's copy
 };
 
 // Puts and deletes applied by Table::Write in order, all or nothing: every
@@ -262,6 +283,13 @@ class Table {
   // the superblock written, the journal emptied of its block images): a
   // few more syncs once per checkpoint.
   absl::Status Sync();
+
+  // Applies every put waiting in the write buffer to its block (one read
+  // and write of each block that has any), checkpointing as the held blocks
+  // grow: then `records` and `data_bytes` of GetStats count every record.
+  // The buffer is logged like any write, so nothing needs this for
+  // durability. FailedPrecondition on a read-only or closed table.
+  absl::Status Flush();
 
   // Writes the held blocks, the stash copy and the next superblock through
   // the journal and in place, synced, then empties the log: what Open reads

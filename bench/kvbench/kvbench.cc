@@ -63,6 +63,9 @@ ABSL_FLAG(int32_t, batch, 1,
 ABSL_FLAG(bool, sync, false, "make every write durable before it returns");
 ABSL_FLAG(uint64_t, roundtable_s0, 0,
           "roundtable's slack s0 (0: SuggestedS0 for the keys and values)");
+ABSL_FLAG(int64_t, roundtable_write_buffer, -1,
+          "bytes of roundtable's write buffer (-1: the table's default, "
+          "Options::write_buffer_bytes; 0: none)");
 ABSL_FLAG(uint64_t, cache_size, 256 << 20,
           "memory budget of each engine's caches, bytes");
 ABSL_FLAG(int32_t, readwritepercent, 50,
@@ -337,6 +340,7 @@ int Main(int argc, char** argv) {
   config.duration_seconds = absl::GetFlag(FLAGS_duration);
   config.seed = absl::GetFlag(FLAGS_seed);
   config.roundtable_s0 = absl::GetFlag(FLAGS_roundtable_s0);
+  config.roundtable_write_buffer = absl::GetFlag(FLAGS_roundtable_write_buffer);
   config.db_dir = absl::GetFlag(FLAGS_db_dir);
 
   std::string bad;

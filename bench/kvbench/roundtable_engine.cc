@@ -49,6 +49,7 @@ class RoundtableEngine : public KvEngine {
     return {{"s0", s.s0},
             {"buckets", s.buckets},
             {"stash_records", s.stash_records},
+            {"buffered_records", s.buffered_records},
             {"utilization", s.utilization},
             {"logical_get_reads", l.get_reads},
             {"logical_put_reads", l.put_reads},
@@ -60,6 +61,7 @@ class RoundtableEngine : public KvEngine {
             {"logical_shrink_reads", l.shrink_reads},
             {"logical_shrink_writes", l.shrink_writes},
             {"logical_stash_copy_writes", l.stash_copy_writes},
+            {"buffer_drains", l.buffer_drains},
             {"grows", l.grows},
             {"shrinks", l.shrinks},
             {"cache_hits", s.cache_hits},
@@ -69,11 +71,13 @@ class RoundtableEngine : public KvEngine {
             {"physical_stash_writes", s.physical_stash.blocks_written},
             {"physical_journal_writes", s.physical_journal.blocks_written},
             {"physical_wal_bytes", s.physical_wal.bytes_written},
+            {"physical_buffer_writes", s.physical_buffer.blocks_written},
             // Seconds spent inside each file's calls (writes and syncs).
             {"physical_block_wait_s", s.physical_blocks.wait_ns * 1e-9},
             {"physical_stash_wait_s", s.physical_stash.wait_ns * 1e-9},
             {"physical_journal_wait_s", s.physical_journal.wait_ns * 1e-9},
             {"physical_wal_wait_s", s.physical_wal.wait_ns * 1e-9},
+            {"physical_buffer_wait_s", s.physical_buffer.wait_ns * 1e-9},
             {"checkpoints", s.checkpoints}};
   }
 
@@ -101,6 +105,10 @@ std::vector<EngineInfo> RoundtableEngines() {
     options.s0 = o.roundtable_s0 != 0 ? o.roundtable_s0
                                       : SuggestedS0(options.block_size,
                                                     o.key_bytes, o.value_bytes);
+    if (o.roundtable_write_buffer >= 0) {
+      options.write_buffer_bytes =
+          static_cast<uint64_t>(o.roundtable_write_buffer);
+    }
     auto table = Table::Open(options, o.dir);
     if (!table.ok()) return table.status();
     return std::make_unique<RoundtableEngine>(std::move(*table), o.sync);

@@ -97,6 +97,7 @@ absl::Status Runner::Reopen(uint64_t expected_records, bool sync) {
   options.key_bytes = kKeyBytes;
   options.value_bytes = config_.value_size;
   options.roundtable_s0 = config_.roundtable_s0;
+  options.roundtable_write_buffer = config_.roundtable_write_buffer;
   auto engine = info_.open(options);
   if (!engine.ok()) return engine.status();
   engine_ = std::move(*engine);

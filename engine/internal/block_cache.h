@@ -57,6 +57,13 @@ class BlockCache {
     return true;
   }
 
+  // Whether bucket b is cached; counts no hit or miss and marks nothing.
+  bool Contains(uint64_t b) {
+    if (!enabled()) return false;
+    MutexLock lock(&mu_);
+    return SlotOf(b) != kNoSlot;
+  }
+
   // Keeps `bytes` as bucket b's block (replacing an older copy), evicting
   // the clock's victim when full.
   void Insert(uint64_t b, std::span<const std::byte> bytes);

@@ -1,6 +1,7 @@
 // Kill points: named places inside the engine's write paths (a write
-// logged, each step of a checkpoint, of a distribute and of the stash
-// copy's update; tests/engine/table_crash_test.cc names them all) where a
+// logged, each step of a checkpoint, of a distribute, of the stash copy's
+// update and of a drain of the write buffer;
+// tests/engine/table_crash_test.cc names them all) where a
 // crash test may end the process, to prove that recovery handles a crash
 // exactly there. Without a handler (always, outside tests) a kill point is
 // one load and a branch.

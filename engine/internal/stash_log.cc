@@ -26,11 +26,12 @@ StashLog::StashLog(io::BlockDevice* device, uint64_t epoch, uint64_t blocks)
     : device_(device), epoch_(epoch), blocks_(blocks) {}
 
 absl::StatusOr<absl::flat_hash_map<std::string, std::string>> StashLog::Load(
-    io::BlockDevice& device, uint64_t epoch, uint64_t blocks) {
+    io::BlockDevice& device, uint64_t epoch, uint64_t blocks,
+    std::string_view what) {
   absl::flat_hash_map<std::string, std::string> live;
   const uint32_t bs = device.block_size();
   if (blocks > device.num_blocks()) {
-    return absl::DataLossError(absl::StrCat("stash copy: ", device.num_blocks(),
+    return absl::DataLossError(absl::StrCat(std::string(what), ": ", device.num_blocks(),
                                             " blocks on disk, ", blocks,
                                             " expected"));
   }
@@ -38,9 +39,9 @@ absl::StatusOr<absl::flat_hash_map<std::string, std::string>> StashLog::Load(
   for (uint64_t b = 0; b < blocks; ++b) {
     RT_RETURN_IF_ERROR(device.Read(b, buffer.span()));
     const char* p = reinterpret_cast<const char*>(buffer.data());
-    auto corrupt = [&](std::string_view what) {
-      return absl::DataLossError(absl::StrCat(
-          "stash copy block ", b, " is corrupt: ", std::string(what)));
+    auto corrupt = [&](std::string_view why) {
+      return absl::DataLossError(
+          absl::StrCat(std::string(what), " block ", b, " is corrupt: ", std::string(why)));
     };
     if (GetFixed32(p + kMagicAt) != kStashLogMagic) return corrupt("bad magic");
     if (GetFixed64(p + kChecksumAt) != BlockChecksum(p, bs)) {

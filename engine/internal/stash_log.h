@@ -1,10 +1,10 @@
-// The persistent copy of the stash (docs/format.md): a log of stash changes
-// packed into blocks of its own file. Each change appends one entry to the
-// tail block, which is written when it fills and on Flush (at most one block
-// write per change, usually far less); opening replays the log. When the log
-// grows well past the live stash it is rewritten from block 0 under a new
-// epoch. The superblock records the epoch and the number of blocks in use as of
-// the last Sync.
+// The persistent copy of the stash, and the one of the write buffer, each in
+// its own file (docs/format.md): a log of changes packed into blocks. Each
+// change appends one entry to the tail block, which is written when it fills
+// and on Flush (at most one block write per change, usually far less);
+// opening replays the log. When the log grows well past the live records it
+// is rewritten from block 0 under a new epoch. The superblock records the
+// epoch and the number of blocks in use as of the last checkpoint.
 //
 // Thread-safety: none; the table calls it under its writer lock.
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_STASH_LOG_H_
@@ -30,11 +30,13 @@ class StashLog {
   // block `blocks` - 1 of generation `epoch`.
   StashLog(io::BlockDevice* device, uint64_t epoch, uint64_t blocks);
 
-  // The live stash (key -> value) in blocks [0, blocks) of generation
-  // `epoch`. DataLoss naming the block when one fails its checksum or belongs
-  // to another generation.
+  // The live records (key -> value) in blocks [0, blocks) of generation
+  // `epoch`. DataLoss naming `what` (the stash copy, the write buffer's
+  // copy) and the block when one fails its checksum or belongs to another
+  // generation.
   static absl::StatusOr<absl::flat_hash_map<std::string, std::string>> Load(
-      io::BlockDevice& device, uint64_t epoch, uint64_t blocks);
+      io::BlockDevice& device, uint64_t epoch, uint64_t blocks,
+      std::string_view what = "stash copy");
 
   // Reads the tail block (blocks - 1) back into memory, so that appends
   // after an open add to its entries instead of replacing them. Call once,

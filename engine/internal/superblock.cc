@@ -16,7 +16,8 @@ constexpr size_t kMagicAt = 0, kVersionAt = 4, kBlockSizeAt = 8,
                  kEpsilonAt = 24, kSeedAt = 32, kBucketsAt = 40,
                  kRecordsAt = 48, kDataBytesAt = 56, kStashEpochAt = 64,
                  kStashBlocksAt = 72, kSequenceAt = 80, kWalSeqAt = 88,
-                 kChecksumAt = 96;
+                 kBufferEpochAt = 96, kBufferBlocksAt = 104,
+                 kChecksumAt = 112;
 
 }  // namespace
 
@@ -37,6 +38,8 @@ void EncodeSuperblock(const Superblock& sb, std::span<std::byte> out) {
   PutFixed64(p + kStashBlocksAt, sb.stash_blocks);
   PutFixed64(p + kSequenceAt, sb.sequence);
   PutFixed64(p + kWalSeqAt, sb.wal_seq);
+  PutFixed64(p + kBufferEpochAt, sb.buffer_epoch);
+  PutFixed64(p + kBufferBlocksAt, sb.buffer_blocks);
   PutFixed64(p + kChecksumAt, XXH3_64bits(p, kChecksumAt));
 }
 
@@ -62,6 +65,8 @@ absl::StatusOr<Superblock> DecodeSuperblock(std::span<const std::byte> in) {
   sb.stash_blocks = GetFixed64(p + kStashBlocksAt);
   sb.sequence = GetFixed64(p + kSequenceAt);
   sb.wal_seq = GetFixed64(p + kWalSeqAt);
+  sb.buffer_epoch = GetFixed64(p + kBufferEpochAt);
+  sb.buffer_blocks = GetFixed64(p + kBufferBlocksAt);
   return sb;
 }
 

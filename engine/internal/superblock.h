@@ -15,7 +15,7 @@
 namespace roundtable::internal {
 
 inline constexpr uint32_t kSuperblockMagic = 0x42535452;  // "RTSB"
-inline constexpr uint32_t kFormatVersion = 5;
+inline constexpr uint32_t kFormatVersion = 6;
 // Superblocks occupy blocks 0 and 1; bucket b is block b + kHeaderBlocks.
 inline constexpr uint64_t kHeaderBlocks = 2;
 
@@ -31,6 +31,8 @@ struct Superblock {
   uint64_t data_bytes = 0;
   uint64_t stash_epoch = 0;   // generation of the stash copy
   uint64_t stash_blocks = 0;  // blocks of the stash copy in use
+  uint64_t buffer_epoch = 0;   // generation of the write buffer's copy
+  uint64_t buffer_blocks = 0;  // blocks of the write buffer's copy in use
   uint64_t sequence = 0;      // grows by one with every checkpoint
   uint64_t wal_seq = 0;       // the last log record the checkpoint covers
 

@@ -1,7 +1,8 @@
 // Damage on the medium, in every region of a table's files: a flipped bit or
 // a zeroed 512-byte sector, at random positions, in each superblock copy,
-// the bucket blocks, the stash copy, the journal and the write-ahead log of
-// a table left by a crash (log records to replay, a stash, a journal). Each
+// the bucket blocks, the stash copy, the write buffer's copy, the journal
+// and the write-ahead log of a table left by a crash (log records to
+// replay, a stash, buffered puts, a journal). Each
 // is repaired from redundancy (a superblock copy and the journal hold the
 // same state), or reported as DataLoss; never a crash, never a wrong value.
 #include <fcntl.h>
@@ -30,6 +31,8 @@ Options DamageOptions() {
   o.s0 = 2;
   o.block_cache_bytes = 0;
   o.checkpoint_bytes = 1 << 20;  // only the explicit checkpoint
+  // A dozen buffered puts at a time: the others reach their blocks.
+  o.write_buffer_bytes = 2048;
   return o;
 }
 
@@ -203,6 +206,8 @@ TEST(TableCorruptionTest, EveryRegionIsRepairedOrDataLossNeverWrong) {
       {"bucket blocks", "blocks", 2 * bs, UsedBytes(pristine + "/blocks"),
        false, false},
       {"stash copy", "stash", 0, UsedBytes(pristine + "/stash"), false, false},
+      {"write buffer copy", "buffer", 0, UsedBytes(pristine + "/buffer"), false,
+       false},
       {"journal", "journal", 0, UsedBytes(pristine + "/journal"), false, true},
       {"write-ahead log", "wal", 0, UsedBytes(pristine + "/wal"), true, false},
   };

@@ -30,6 +30,7 @@ Options CrashOptions() {
   o.s0 = 4;
   o.block_cache_bytes = 16 * 1024;
   o.checkpoint_bytes = 48 * 1024;  // a checkpoint every few dozen writes
+  o.write_buffer_bytes = 4096;     // a few dozen puts, drained all the time
   return o;
 }
 
@@ -183,6 +184,8 @@ TEST(TableCrashTest, EveryKillPointRecovers) {
       {"shrink: blocks rebuilt", {1, 2}},
       {"stash: entry logged", hits},
       {"stash: copy rewritten", {1, 2}},
+      {"buffer: put drained", hits},
+      {"buffer: copy rewritten", {1, 2}},
       {"checkpoint: journal synced", hits},
       {"checkpoint: written in place", hits},
       {"checkpoint: superblock synced", hits}};

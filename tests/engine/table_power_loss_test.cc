@@ -133,6 +133,7 @@ std::string ScratchDir(uint64_t seed) {
 struct Coverage {
   uint64_t runs = 0;
   uint64_t grows = 0, shrinks = 0, checkpoints = 0, stash_records = 0;
+  uint64_t buffered_records = 0;  // puts in the write buffer at the cut
   uint64_t replayed = 0;          // runs that replayed log records
   uint64_t journal_applied = 0;   // runs that applied a journal
   uint64_t lost_unsynced = 0;     // runs that lost acknowledged writes
@@ -154,6 +155,10 @@ class Run {
     num_ops_ = 40 + rng() % 260;
     keys_ = rng() % 2 ? 24 : 120;
     max_value_ = options_.block_size == 512 ? 100 : 220;
+    // No write buffer, one drained all the time, one drained now and then,
+    // one never drained (its copy outlives every checkpoint).
+    const uint64_t buffers[] = {0, 1024, 8192, 1 << 20};
+    options_.write_buffer_bytes = buffers[rng() % 4];
   }
 
   // The workload with the power cut at mutation `cut_at` (0: never), on a
@@ -184,6 +189,7 @@ class Run {
           coverage->shrinks += st.logical.shrinks;
           coverage->checkpoints += st.checkpoints;
           coverage->stash_records += st.stash_records;
+          coverage->buffered_records += st.buffered_records;
         }
         // Close checkpoints: the cut may fall there too.
         if (alive) Durable((*table)->Close());
@@ -381,12 +387,13 @@ void RunSeeds(uint64_t first, uint64_t count) {
   }
   std::printf(
       "%llu runs: %llu grows, %llu shrinks, %llu checkpoints, %llu stash "
-      "records at the cut; %llu replayed the log, %llu applied a journal, "
-      "%llu lost unsynced writes\n",
+      "records and %llu buffered puts at the cut; %llu replayed the log, "
+      "%llu applied a journal, %llu lost unsynced writes\n",
       (unsigned long long)coverage.runs, (unsigned long long)coverage.grows,
       (unsigned long long)coverage.shrinks,
       (unsigned long long)coverage.checkpoints,
       (unsigned long long)coverage.stash_records,
+      (unsigned long long)coverage.buffered_records,
       (unsigned long long)coverage.replayed,
       (unsigned long long)coverage.journal_applied,
       (unsigned long long)coverage.lost_unsynced);
@@ -395,6 +402,7 @@ void RunSeeds(uint64_t first, uint64_t count) {
   EXPECT_GT(coverage.shrinks, 0u);
   EXPECT_GT(coverage.checkpoints, 0u);
   EXPECT_GT(coverage.stash_records, 0u);
+  EXPECT_GT(coverage.buffered_records, 0u);
   EXPECT_GT(coverage.replayed, 0u);
   EXPECT_GT(coverage.journal_applied, 0u);
   EXPECT_GT(coverage.lost_unsynced, 0u);

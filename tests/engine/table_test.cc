@@ -54,6 +54,9 @@ struct Shape {
   io::Backend backend;
   uint64_t cache_blocks;  // block cache size in blocks (0: none)
   uint32_t block_records = 0;  // Options::block_records
+  // Options::write_buffer_bytes; -1: the default (which these tables never
+  // fill, so only Flush drains it).
+  int64_t write_buffer = -1;
 };
 
 std::string Describe(const Shape& s) {
@@ -61,7 +64,9 @@ std::string Describe(const Shape& s) {
          "_eps" + std::to_string(static_cast<int>(s.epsilon * 1000)) +
          (s.backend == io::Backend::kUring ? "_uring" : "_posix") + "_cache" +
          std::to_string(s.cache_blocks) +
-         (s.block_records ? "_records" + std::to_string(s.block_records) : "");
+         (s.block_records ? "_records" + std::to_string(s.block_records) : "") +
+         (s.write_buffer >= 0 ? "_buffer" + std::to_string(s.write_buffer)
+                              : "");
 }
 
 std::string ShapeName(const testing::TestParamInfo<Shape>& info) {
@@ -80,6 +85,9 @@ class TableModelTest : public testing::TestWithParam<Shape> {
     o.backend = GetParam().backend;
     o.block_cache_bytes = GetParam().cache_blocks * GetParam().block_size;
     o.block_records = GetParam().block_records;
+    if (GetParam().write_buffer >= 0) {
+      o.write_buffer_bytes = static_cast<uint64_t>(GetParam().write_buffer);
+    }
     return o;
   }
   void SetUp() override {
@@ -189,15 +197,22 @@ TEST_P(TableModelTest, RandomOperationsMatchAStdMap) {
       }
       if (step % 500 == 0) {
         ASSERT_TRUE(table->Check().ok()) << table->Check() << " step " << step;
+        // The buffered puts reach their blocks: then every record counts.
+        ASSERT_TRUE(table->Flush().ok());
+        ASSERT_EQ(table->GetStats().buffered_records, 0u);
+        ASSERT_TRUE(table->Check().ok()) << table->Check() << " step " << step;
         ASSERT_EQ(table->GetStats().records, model.size());
       }
     }
     ASSERT_TRUE(table->Check().ok()) << table->Check();
-    // Close and reopen: exactly the same contents.
+    // Close and reopen: exactly the same contents, buffered puts included.
+    const uint64_t buffered = table->GetStats().buffered_records;
     ASSERT_TRUE(table->Close().ok());
     table = OpenOrDie(options, dir);
     ASSERT_NE(table, nullptr);
     ASSERT_TRUE(table->Check().ok()) << table->Check();
+    EXPECT_EQ(table->GetStats().buffered_records, buffered);
+    ASSERT_TRUE(table->Flush().ok());
     EXPECT_EQ(table->GetStats().records, model.size());
     for (const auto& [key, value] : model) {
       auto got = table->Get(key);
@@ -222,6 +237,7 @@ TEST_P(TableModelTest, GrowsFromEmptyAndShrinksBackToEmpty) {
       ASSERT_TRUE(table->Check().ok()) << table->Check();
     }
   }
+  ASSERT_TRUE(table->Flush().ok());
   const TableStats full = table->GetStats();
   EXPECT_EQ(full.records, static_cast<uint64_t>(n));
   EXPECT_GT(full.buckets, options.s0);
@@ -246,18 +262,20 @@ TEST_P(TableModelTest, GrowsFromEmptyAndShrinksBackToEmpty) {
 
 std::vector<Shape> Shapes() {
   // Caches of none, a few blocks (constant eviction of dirty blocks) and
-  // more than the table.
+  // more than the table; write buffers of none, the default, a few records
+  // (drained all the time) and a few hundred.
   return {
       {4096, 32, 0.1, io::Backend::kPosix, 0},
       {4096, 32, 0.1, io::Backend::kPosix, 2048},
-      {512, 1, 0.25, io::Backend::kPosix, 7},
-      {512, 3, 0.05, io::Backend::kUring, 0},
-      {1024, 8, 0.125, io::Backend::kPosix, 64},
+      {512, 1, 0.25, io::Backend::kPosix, 7, 0, 2048},
+      {512, 3, 0.05, io::Backend::kUring, 0, 0, 0},
+      {1024, 8, 0.125, io::Backend::kPosix, 64, 0, 4096},
       {4096, 4, 0.5, io::Backend::kUring, 16},
-      {16384, 2, 0.1, io::Backend::kPosix, 0},
+      {16384, 2, 0.1, io::Backend::kPosix, 0, 0, 0},
+      {4096, 8, 0.125, io::Backend::kPosix, 0, 0, 30000},
       // A record limit: small records are held by their count, large ones
       // by their bytes.
-      {512, 2, 0.2, io::Backend::kPosix, 7, 5},
+      {512, 2, 0.2, io::Backend::kPosix, 7, 5, 1024},
       {4096, 8, 0.125, io::Backend::kPosix, 0, 24},
   };
 }
@@ -267,11 +285,13 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TableModelTest, testing::ValuesIn(Shapes()),
 
 // ---------------------------------------------------------------------------
 
-// POSIX I/O and no block cache: every logical transfer reaches the device.
+// POSIX I/O, no block cache and no write buffer (the paper's model): every
+// put edits its block, and every logical transfer reaches the device.
 Options Posix() {
   Options o;
   o.backend = io::Backend::kPosix;
   o.block_cache_bytes = 0;
+  o.write_buffer_bytes = 0;
   return o;
 }
 
@@ -369,6 +389,110 @@ TEST(TableTest, StashHitsReadNoBlock) {
   ASSERT_NE(table, nullptr);
   EXPECT_EQ(table->GetStats().stash_records, stashed);
   ASSERT_TRUE(table->Check().ok()) << table->Check();
+}
+
+// With no cache, a put finds no block in memory: it waits in the write
+// buffer and reads nothing; a read finds it there. A drain applies all the
+// puts a bucket gathered with one read and one write of its block.
+TEST(TableTest, BufferedPutsReadNoBlockAndADrainAppliesManyAtOnce) {
+  Options o = Posix();
+  o.block_size = 1024;
+  o.s0 = 4;
+  o.write_buffer_bytes = uint64_t{1} << 20;
+  const std::string dir = TempDir("buffer");
+  auto table = OpenOrDie(o, dir);
+  ASSERT_NE(table, nullptr);
+  ASSERT_TRUE(table->Put("old", "stored").ok());
+  ASSERT_TRUE(table->Put("gone", "stored").ok());
+  ASSERT_TRUE(table->Flush().ok());
+  ASSERT_TRUE(table->Checkpoint().ok());
+  const TableStats start = table->GetStats();
+  EXPECT_EQ(start.records, 2u);
+  EXPECT_EQ(start.buffered_records, 0u);
+  const int n = 2000;
+  for (int i = 0; i < n; ++i) {
+    ASSERT_TRUE(table->Put("k" + std::to_string(i), "v" + std::to_string(i))
+                    .ok());
+  }
+  ASSERT_TRUE(table->Put("old", "new").ok());  // replaces a stored record
+  ASSERT_TRUE(table->Delete("gone").ok());     // and one that was stored
+  ASSERT_TRUE(table->Put("k7", "again").ok());  // replaces a buffered put
+  ASSERT_TRUE(table->Delete("k8").ok());        // drops a buffered put
+  const TableStats buffered = table->GetStats();
+  EXPECT_EQ(buffered.buffered_records, static_cast<uint64_t>(n));
+  EXPECT_EQ(buffered.logical.put_reads, start.logical.put_reads);
+  // Only the deletes read blocks (one each, or one for both).
+  EXPECT_LE(buffered.physical_blocks.blocks_read,
+            start.physical_blocks.blocks_read + 2);
+  EXPECT_GE(buffered.physical_blocks.blocks_read,
+            start.physical_blocks.blocks_read + 1);
+  EXPECT_EQ(*table->Get("k7"), "again");
+  EXPECT_EQ(*table->Get("old"), "new");
+  EXPECT_TRUE(absl::IsNotFound(table->Get("k8").status()));
+  EXPECT_TRUE(absl::IsNotFound(table->Get("gone").status()));
+  EXPECT_EQ(table->GetStats().logical.get_reads,
+            buffered.logical.get_reads + 2)
+      << "the buffered keys read no block";
+  ASSERT_TRUE(table->Check().ok()) << table->Check();
+
+  // Drained: every block read once (with what its grows read), far fewer
+  // reads than puts.
+  ASSERT_TRUE(table->Flush().ok());
+  const TableStats flushed = table->GetStats();
+  EXPECT_EQ(flushed.buffered_records, 0u);
+  EXPECT_EQ(flushed.records, static_cast<uint64_t>(n));  // k8 gone, old kept
+  const uint64_t drains =
+      flushed.logical.buffer_drains - buffered.logical.buffer_drains;
+  EXPECT_LE(drains, flushed.buckets);
+  EXPECT_GT(drains, 0u);
+  const uint64_t reads = flushed.physical_blocks.blocks_read -
+                         buffered.physical_blocks.blocks_read;
+  EXPECT_LE(reads, drains + (flushed.logical.grow_reads -
+                             buffered.logical.grow_reads));
+  EXPECT_LT(reads, static_cast<uint64_t>(n) / 4);
+  ASSERT_TRUE(table->Check().ok()) << table->Check();
+  EXPECT_EQ(*table->Get("k7"), "again");
+  EXPECT_EQ(*table->Get("old"), "new");
+  EXPECT_TRUE(absl::IsNotFound(table->Get("k8").status()));
+  EXPECT_TRUE(absl::IsNotFound(table->Get("gone").status()));
+  for (int i = 0; i < n; i += 97) {
+    if (i == 7 || i == 8) continue;
+    EXPECT_EQ(*table->Get("k" + std::to_string(i)), "v" + std::to_string(i));
+  }
+}
+
+// A buffer over its limit drains one bucket at a time, in a sweep: the
+// buffer stays near its limit, each drain applies every put its bucket
+// gathered, and those are several per block.
+TEST(TableTest, FullBufferDrainsBucketsInASweep) {
+  Options o = Posix();
+  o.block_size = 4096;
+  o.s0 = 8;
+  o.write_buffer_bytes = 512 << 10;  // about 2700 puts; the table is 700 blocks
+  const std::string dir = TempDir("sweep");
+  auto table = OpenOrDie(o, dir);
+  ASSERT_NE(table, nullptr);
+  const std::string value(100, 'v');
+  const int n = 20000;
+  uint64_t most = 0;
+  for (int i = 0; i < n; ++i) {
+    ASSERT_TRUE(table->Put("key" + std::to_string(i), value).ok());
+    const TableStats st = table->GetStats();
+    most = std::max(most, st.buffered_bytes);
+  }
+  const TableStats st = table->GetStats();
+  EXPECT_GT(st.logical.buffer_drains, 0u);
+  // The limit counts the records' bytes and their bookkeeping.
+  EXPECT_LE(most, o.write_buffer_bytes);
+  EXPECT_GT(st.buffered_bytes, o.write_buffer_bytes / 4);
+  const uint64_t drained = n - st.buffered_records;
+  EXPECT_EQ(st.records, drained);
+  EXPECT_GT(static_cast<double>(drained) / st.logical.buffer_drains, 2.0)
+      << "puts per drained bucket";
+  ASSERT_TRUE(table->Check().ok()) << table->Check();
+  for (int i = 0; i < n; i += 101) {
+    EXPECT_EQ(*table->Get("key" + std::to_string(i)), value);
+  }
 }
 
 // The stash fraction a Poisson model of bucket loads predicts when blocks
@@ -590,6 +714,7 @@ TEST(TableTest, MultiGetReadsEachBlockOnceInOneSubmission) {
   Options o;
   o.backend = io::Backend::kUring;
   o.block_cache_bytes = 0;
+  o.write_buffer_bytes = 0;  // every record in its block
   o.s0 = 16;
   const std::string dir = TempDir("multiget");
   auto table = OpenOrDie(o, dir);

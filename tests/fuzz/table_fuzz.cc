@@ -1,13 +1,15 @@
 // libFuzzer target: opens and reads tables built from mutated files.
 //
 // Once per process, a seed table is made the way a crash leaves one (a
-// stash, a journal, synced writes in the log, 512-byte blocks). Each input
-// is a script of edits to copies of its four files, 8 bytes an edit:
+// stash, buffered puts, a journal, synced writes in the log, 512-byte
+// blocks). Each input is a script of edits to copies of its five files, 8
+// bytes an edit:
 //
-//   byte 0     bits 0-1: the file (blocks, stash, wal, journal);
-//              bits 2-3: the edit (0: xor a byte, 1: set a byte, 2: zero
+//   byte 0     bits 0-2: the file, modulo 5 (blocks, stash, wal, journal,
+//              buffer);
+//              bits 3-4: the edit (0: xor a byte, 1: set a byte, 2: zero
 //              the 512-byte sector, 3: cut the file there);
-//              bit 4 of the first edit: open writable (recovery then
+//              bit 5 of the first edit: open writable (recovery then
 //              checkpoints) rather than read-only
 //   bytes 1-4  offset (little-endian, modulo the file's size)
 //   byte 5     the byte for xor and set
@@ -36,8 +38,8 @@ namespace roundtable {
 namespace {
 
 constexpr int kKeys = 200;
-constexpr std::array<const char*, 4> kFiles = {"blocks", "stash", "wal",
-                                               "journal"};
+constexpr std::array<const char*, 5> kFiles = {"blocks", "stash", "wal",
+                                               "journal", "buffer"};
 
 Options FuzzOptions() {
   Options o;
@@ -45,6 +47,7 @@ Options FuzzOptions() {
   o.s0 = 2;
   o.block_cache_bytes = 4096;
   o.checkpoint_bytes = 1 << 20;
+  o.write_buffer_bytes = 2048;  // a dozen puts wait, the rest are drained
   return o;
 }
 
@@ -56,7 +59,7 @@ std::string Value(int i, int round) {
 
 // The seed table's files, and a directory for the inputs' tables.
 struct Seed {
-  std::array<std::string, 4> files;
+  std::array<std::string, kFiles.size()> files;
   std::string dir;
 };
 
@@ -134,17 +137,17 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace roundtable;
   const Seed& seed = TheSeed();
-  std::array<std::string, 4> files = seed.files;
+  std::array<std::string, kFiles.size()> files = seed.files;
   bool writable = false;
   for (size_t at = 0; at + 8 <= size; at += 8) {
     const uint8_t* edit = data + at;
-    std::string& file = files[edit[0] & 3];
-    if (at == 0) writable = edit[0] & 16;
+    std::string& file = files[(edit[0] & 7) % kFiles.size()];
+    if (at == 0) writable = edit[0] & 32;
     if (file.empty()) continue;
     uint32_t offset;
     std::memcpy(&offset, edit + 1, 4);
     offset %= file.size();
-    switch ((edit[0] >> 2) & 3) {
+    switch ((edit[0] >> 3) & 3) {
       case 0: file[offset] ^= static_cast<char>(edit[5]); break;
       case 1: file[offset] = static_cast<char>(edit[5]); break;
       case 2: {

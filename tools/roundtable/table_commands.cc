@@ -167,27 +167,31 @@ std::string StatsJson(const TableStats& s, uint64_t file_bytes) {
   const LogicalLedger& l = s.logical;
   return absl::StrFormat(
       "{\"buckets\":%d,\"records\":%d,\"stash_records\":%d,"
-      "\"stash_bytes\":%d,\"block_size\":%d,\"s0\":%d,\"epsilon\":%g,"
+      "\"stash_bytes\":%d,\"buffered_records\":%d,\"buffered_bytes\":%d,"
+      "\"block_size\":%d,\"s0\":%d,\"epsilon\":%g,"
       "\"data_bytes\":%d,\"utilization\":%.6f,\"file_bytes\":%d,"
       "\"logical\":{\"get_block_reads\":%d,\"put_block_reads\":%d,"
       "\"put_block_writes\":%d,\"delete_block_reads\":%d,"
       "\"delete_block_writes\":%d,\"grow_block_reads\":%d,"
       "\"grow_block_writes\":%d,\"shrink_block_reads\":%d,"
       "\"shrink_block_writes\":%d,\"stash_copy_block_writes\":%d,"
-      "\"grows\":%d,\"shrinks\":%d},"
+      "\"buffer_drains\":%d,\"grows\":%d,\"shrinks\":%d},"
       "\"held_blocks\":%d,\"wal_bytes\":%d,\"checkpoints\":%d,"
       "\"recovered_records\":%d,\"recovered_journal\":%s,"
       "\"recovery_ns\":%d,"
       "\"physical_block_file\":%s,\"physical_stash_copy\":%s,"
-      "\"physical_wal\":%s,\"physical_journal\":%s}",
-      s.buckets, s.records, s.stash_records, s.stash_bytes, s.block_size, s.s0,
+      "\"physical_wal\":%s,\"physical_journal\":%s,"
+      "\"physical_write_buffer_copy\":%s}",
+      s.buckets, s.records, s.stash_records, s.stash_bytes, s.buffered_records,
+      s.buffered_bytes, s.block_size, s.s0,
       s.epsilon, s.data_bytes, s.utilization, file_bytes, l.get_reads,
       l.put_reads, l.put_writes, l.delete_reads, l.delete_writes, l.grow_reads,
       l.grow_writes, l.shrink_reads, l.shrink_writes, l.stash_copy_writes,
-      l.grows, l.shrinks, s.held_blocks, s.wal_bytes, s.checkpoints,
+      l.buffer_drains, l.grows, l.shrinks, s.held_blocks, s.wal_bytes, s.checkpoints,
       s.recovered_records, s.recovered_journal ? "true" : "false",
       s.recovery_ns, ledger(s.physical_blocks), ledger(s.physical_stash),
-      ledger(s.physical_wal), ledger(s.physical_journal));
+      ledger(s.physical_wal), ledger(s.physical_journal),
+      ledger(s.physical_buffer));
 }
 
 absl::Status RunStats(const std::string& dir, bool json, std::ostream& out) {
@@ -199,10 +203,12 @@ absl::Status RunStats(const std::string& dir, bool json, std::ostream& out) {
   } else {
     out << absl::StrFormat(
         "records        %d\nbuckets        %d\nstash records  %d (%.4f%%)\n"
+        "buffered puts  %d\n"
         "data bytes     %d\nutilization    %.4f\nblock size     %d\n"
         "s0             %d\nepsilon        %g\nfile bytes     %d\n",
         s.records, s.buckets, s.stash_records,
-        s.records ? 100.0 * s.stash_records / s.records : 0.0, s.data_bytes,
+        s.records ? 100.0 * s.stash_records / s.records : 0.0,
+        s.buffered_records, s.data_bytes,
         s.utilization, s.block_size, s.s0, s.epsilon, bytes);
   }
   return table->Close();
@@ -213,9 +219,9 @@ absl::Status RunCheck(const std::string& dir, std::ostream& out) {
   RT_RETURN_IF_ERROR(table->Check());
   const TableStats s = table->GetStats();
   out << absl::StrFormat(
-      "ok: %d records in %d buckets (%d in the stash), every checksum and "
-      "placement verified\n",
-      s.records, s.buckets, s.stash_records);
+      "ok: %d records in %d buckets (%d in the stash) and %d puts in the "
+      "write buffer, every checksum and placement verified\n",
+      s.records, s.buckets, s.stash_records, s.buffered_records);
   return table->Close();
 }
 

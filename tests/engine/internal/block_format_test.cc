@@ -156,6 +156,8 @@ TEST(SuperblockTest, RoundTripsAndRefusesCorruption) {
   sb.stash_blocks = 2;
   sb.sequence = 41;
   sb.wal_seq = 1234;
+  sb.buffer_epoch = 5;
+  sb.buffer_blocks = 6;
   io::AlignedBuffer bytes(4096);
   EncodeSuperblock(sb, bytes.span());
   auto back = DecodeSuperblock(bytes.span());
@@ -165,7 +167,9 @@ TEST(SuperblockTest, RoundTripsAndRefusesCorruption) {
   EXPECT_EQ(back->sequence, 41u);
   EXPECT_EQ(back->slot(), 1u);
   EXPECT_EQ(back->wal_seq, 1234u);
-  for (size_t i = 0; i < 104; ++i) {
+  EXPECT_EQ(back->buffer_epoch, 5u);
+  EXPECT_EQ(back->buffer_blocks, 6u);
+  for (size_t i = 0; i < 120; ++i) {
     bytes.data()[i] ^= std::byte{1};
     EXPECT_EQ(DecodeSuperblock(bytes.span()).status().code(),
               absl::StatusCode::kDataLoss)
