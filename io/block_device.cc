@@ -109,6 +109,25 @@ absl::Status BlockDevice::Write(uint64_t block,
   return absl::OkStatus();
 }
 
+absl::Status BlockDevice::WriteChanged(uint64_t block,
+                                       std::span<const std::byte> buffer,
+                                       size_t begin, size_t end) {
+  RT_RETURN_IF_ERROR(
+      CheckTransfer("write", block, buffer.data(), buffer.size()));
+  if (begin > end || end > buffer.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("write ", path(), ": bytes [", begin, ", ", end,
+                     ") changed in a ", buffer.size(), "-byte buffer"));
+  }
+  WaitTimer timer(ledger_);
+  const bool partial = capabilities().partial_writes;
+  RT_RETURN_IF_ERROR(partial ? DoWriteChanged(block, buffer, begin, end)
+                             : DoWrite(block, buffer));
+  ledger_.CountWrite(buffer.size() / block_size(),
+                     partial ? end - begin : buffer.size());
+  return absl::OkStatus();
+}
+
 absl::Status BlockDevice::ReadBatch(std::span<const ReadRequest> requests) {
   for (const ReadRequest& r : requests) {
     RT_RETURN_IF_ERROR(

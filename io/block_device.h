@@ -29,6 +29,9 @@ struct Capabilities {
   uint32_t block_size = 0;  // bytes; a power of two from 512 to 65536
   bool direct_io = false;   // O_DIRECT: buffers must be aligned (below)
   bool parallel_batches = false;  // a batch's transfers run concurrently
+  // WriteChanged stores only the bytes that changed (the memory map); the
+  // others write whole blocks.
+  bool partial_writes = false;
   // Buffers and their lengths must be multiples of this (1 when any buffer
   // works). For direct I/O it is min(block_size, 4096).
   size_t buffer_alignment = 1;
@@ -110,6 +113,13 @@ class BlockDevice {
   // One contiguous transfer starting at `block`.
   absl::Status Read(uint64_t block, std::span<std::byte> buffer);
   absl::Status Write(uint64_t block, std::span<const std::byte> buffer);
+  // Write, for a caller that knows the device already holds every byte of
+  // `buffer` outside [begin, end) (a log appending to its partly filled
+  // last block): with capabilities().partial_writes only those bytes are
+  // stored, and counted in bytes_written. InvalidArgument unless
+  // begin <= end <= buffer.size().
+  absl::Status WriteChanged(uint64_t block, std::span<const std::byte> buffer,
+                            size_t begin, size_t end);
 
   // Many transfers in one submission where the backend can (io_uring's
   // reads and direct writes); a file's buffered write batch is one pwritev
@@ -140,6 +150,13 @@ class BlockDevice {
   virtual absl::Status DoRead(uint64_t block, std::span<std::byte> buffer) = 0;
   virtual absl::Status DoWrite(uint64_t block,
                                std::span<const std::byte> buffer) = 0;
+  // WriteChanged's part where capabilities().partial_writes: store
+  // buffer[begin, end) at its place.
+  virtual absl::Status DoWriteChanged(uint64_t block,
+                                      std::span<const std::byte> buffer,
+                                      size_t begin, size_t end) {
+    return DoWrite(block, buffer);
+  }
   virtual absl::Status DoReadBatch(std::span<const ReadRequest> requests);
   virtual absl::Status DoWriteBatch(std::span<const WriteRequest> requests);
   virtual absl::Status DoSync() = 0;

@@ -19,6 +19,7 @@ FaultInjectionDevice::FaultInjectionDevice(std::unique_ptr<BlockDevice> inner)
   caps_ = inner_->capabilities();
   caps_.backend = absl::StrCat("fault(", caps_.backend, ")");
   caps_.parallel_batches = false;
+  caps_.partial_writes = false;  // whole blocks, torn only at a power loss
   durable_blocks_ = inner_->num_blocks();
 }
 

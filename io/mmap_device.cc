@@ -23,6 +23,7 @@ class MmapDevice : public BlockDevice {
       : BlockDevice(path), fd_(fd) {
     caps_.backend = "mmap";
     caps_.block_size = block_size;
+    caps_.partial_writes = true;
   }
   ~MmapDevice() override {
     if (base_ != nullptr) munmap(base_, mapped_bytes_);
@@ -52,6 +53,14 @@ class MmapDevice : public BlockDevice {
     RT_RETURN_IF_ERROR(CheckMapped(block, buffer.size()));
     std::memcpy(base_ + block * caps_.block_size, buffer.data(),
                 buffer.size());
+    return absl::OkStatus();
+  }
+  absl::Status DoWriteChanged(uint64_t block, std::span<const std::byte> buffer,
+                              size_t begin, size_t end) override {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    RT_RETURN_IF_ERROR(CheckMapped(block, buffer.size()));
+    std::memcpy(base_ + block * caps_.block_size + begin,
+                buffer.data() + begin, end - begin);
     return absl::OkStatus();
   }
   absl::Status DoSync() override {

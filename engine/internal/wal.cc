@@ -89,8 +89,12 @@ absl::Status WalWriter::Append(std::string_view payload) {
   if (tail_block_ + blocks > device_->num_blocks()) {
     RT_RETURN_IF_ERROR(device_->Resize(tail_block_ + blocks + kGrowBlocks));
   }
-  RT_RETURN_IF_ERROR(device_->Write(
-      tail_block_, stage_.span().subspan(0, blocks * block_size_)));
+  // The device holds the tail's bytes before the record already, and zeros
+  // after it (a log grows with zero blocks; Start and Resume cut what
+  // followed its records).
+  RT_RETURN_IF_ERROR(device_->WriteChanged(
+      tail_block_, stage_.span().subspan(0, blocks * block_size_), tail_fill_,
+      end));
   // The last block, unless full, is the new tail: moved to the front, with
   // zeros after its bytes.
   const size_t full = end / block_size_;

@@ -12,9 +12,10 @@
 //   L bytes  payload
 //
 // Records follow each other with no padding and may span blocks. The writer
-// keeps the last, partly filled block in memory and writes it again, whole,
-// after every append: its first bytes are the same as before, so a write torn
-// at sector granularity can damage only records not yet synced. Sequence
+// keeps the last, partly filled block in memory and writes it again after
+// every append (WriteChanged: a memory-mapped log stores only the new
+// record): its first bytes are the same as before, so a write torn at sector
+// granularity can damage only records not yet synced. Sequence
 // numbers are consecutive. A reader stops at the first record that is short,
 // fails its checksum, or does not carry the next number, which is how a torn
 // or stale tail (records of an earlier log left after a restart) ends a log.

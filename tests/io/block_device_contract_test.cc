@@ -126,6 +126,37 @@ TEST_P(BlockDeviceContractTest, ReadsWhatWasWritten) {
   EXPECT_TRUE(Same(fresh, zeros));
 }
 
+// WriteChanged: the caller vouches for the bytes outside the range; every
+// backend ends up holding the whole buffer, and one that stores part of a
+// block counts only the bytes it stored.
+TEST_P(BlockDeviceContractTest, WriteChangedLeavesTheWholeBuffer) {
+  ASSERT_TRUE(device_->Resize(8).ok());
+  AlignedBuffer tail = Pattern(2, 2, 7);
+  ASSERT_TRUE(device_->Write(2, tail.span()).ok());
+  const size_t begin = kBlock - 100, end = kBlock + 200;
+  for (size_t i = begin; i < end; ++i) {
+    tail.data()[i] = static_cast<std::byte>(i * 13 & 0xff);
+  }
+  const IoStats before = device_->stats();
+  ASSERT_TRUE(device_->WriteChanged(2, tail.span(), begin, end).ok());
+  const IoStats after = device_->stats();
+  AlignedBuffer got(2 * kBlock);
+  ASSERT_TRUE(device_->Read(2, got.span()).ok());
+  EXPECT_TRUE(Same(got, tail));
+  EXPECT_EQ(after.blocks_written - before.blocks_written, 2u);
+  EXPECT_EQ(after.bytes_written - before.bytes_written,
+            device_->capabilities().partial_writes ? end - begin
+                                                   : tail.size());
+  EXPECT_EQ(device_->capabilities().partial_writes,
+            GetParam().backend == Backend::kMmap && !GetParam().fault_wrapper);
+  EXPECT_EQ(device_->WriteChanged(2, tail.span(), 0, tail.size() + 1).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(device_->WriteChanged(2, tail.span(), 9, 8).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(device_->WriteChanged(7, tail.span(), 0, 1).code(),
+            absl::StatusCode::kOutOfRange);
+}
+
 TEST_P(BlockDeviceContractTest, BatchesInAnyOrder) {
   const size_t n = 100;  // more than the queue depth of 8
   ASSERT_TRUE(device_->Resize(n).ok());
