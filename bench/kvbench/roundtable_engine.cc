@@ -1,7 +1,8 @@
 // roundtable with 4 KiB blocks, epsilon = 0.1 and the s0 its documentation
 // suggests for the workload's records (SuggestedS0: 8 for 100-byte values),
-// the block cache given the memory budget, and a sync of the log on every
-// write when asked. It has nothing to pre-size: the table grows a bucket at
+// the block cache given the memory budget, the default write buffer (on top
+// of the budget, as RocksDB's and LevelDB's memtables are), and a sync of
+// the log on every write when asked. It has nothing to pre-size: the table grows a bucket at
 // a time.
 #include <memory>
 
@@ -95,9 +96,9 @@ std::vector<EngineInfo> RoundtableEngines() {
   info.version = "0.1.0 (this tree)";
   info.config = absl::StrFormat(
       "block %d B, s0 = SuggestedS0 (%d for 16 B keys and 100 B values), "
-      "epsilon %.2f, block cache = budget",
+      "epsilon %.2f, block cache = budget, write buffer %d MiB",
       defaults.block_size, SuggestedS0(defaults.block_size, 16, 100),
-      defaults.epsilon);
+      defaults.epsilon, defaults.write_buffer_bytes >> 20);
   info.open = [](const EngineOptions& o)
       -> absl::StatusOr<std::unique_ptr<KvEngine>> {
     Options options;
