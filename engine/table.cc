@@ -57,8 +57,8 @@ constexpr uint32_t kBufferFileId = 2;
 struct Files {
   std::unique_ptr<io::BlockDevice> blocks, stash, wal, journal, buffer;
 
-  // The file a journal entry names (the block file for an unknown id,
-  // which ReadJournal never returns).
+  // The file a journal entry names (Open refuses a journal naming another
+  // id).
   io::BlockDevice& ById(uint32_t id) const {
     return id == kStashFileId    ? *stash
            : id == kBufferFileId ? *buffer
@@ -925,7 +925,6 @@ class Table::Impl {
     }
     return absl::OkStatus();
   }
-
 
   absl::Status AddToStash(uint64_t b, uint64_t h, Record record)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

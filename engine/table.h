@@ -73,13 +73,14 @@ struct Options {
   // A put whose block is neither cached nor held (and whose key is not in
   // the stash) waits in the write buffer, reading nothing; the buffer has a
   // copy in its own file, written at checkpoints as the stash copy is, so
-  // that it outlives the log. While the buffer's records (their bytes and
-  // about 40 bytes each besides) pass this, the puts of one bucket after
-  // another, in a sweep over the buckets, are applied to their blocks: one
-  // block read and write for all the puts a bucket gathered since the sweep
-  // last passed it, where each put would read and write it once. Reads look
-  // in the buffer first. 0: no buffer, every put edits its block at once.
-  // Ignored (no buffer) in memory.
+  // that it outlives the log. While the buffer's records (their encoded
+  // bytes and 72 bytes each besides: the record's strings and key hash)
+  // pass this, the puts of one bucket after another, in a sweep over the
+  // buckets, are applied to their blocks: one block read and write for all
+  // the puts a bucket gathered since the sweep last passed it, where each
+  // put would read and write it once. Reads look in the buffer first.
+  // Table::Flush applies them all. 0: no buffer, every put edits its block
+  // at once. Ignored (no buffer) in memory.
   uint64_t write_buffer_bytes = 64 << 20;
   // kMemory: the table lives in memory only, with no files or directory
   // (the path is only a name) and no write-ahead log; Open always creates
