@@ -331,9 +331,15 @@ class Table::Impl {
       RT_RETURN_IF_ERROR(op.put ? PutLocked(op.key, op.value)
                                 : DeleteLocked(op.key));
     }
-    // Deletes, and smaller values, may leave the data small enough to
-    // release buckets.
-    return Fail(MaybeShrink());
+    // Deletes, and smaller values (also those of drained puts), may leave
+    // the data small enough to release buckets; a release rebuilds blocks
+    // whose buffered puts then go in, which may release more. Each round
+    // drains buffered puts, so this ends.
+    do {
+      RT_RETURN_IF_ERROR(Fail(DrainRebuilt()));
+      RT_RETURN_IF_ERROR(Fail(MaybeShrink()));
+    } while (!rebuilt_.empty());
+    return absl::OkStatus();
   }
 
   // The debug mode's check after a write (Options::paranoid_checks).
@@ -904,10 +910,28 @@ class Table::Impl {
   // stopped, so that each gathers puts for as long as a sweep takes and
   // one block read and write applies them all.
   absl::Status MaybeDrainBuffer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RT_RETURN_IF_ERROR(DrainRebuilt());
     while (BufferBytes() > buffer_limit_) {
       RT_RETURN_IF_ERROR(DrainNextBucket());
     }
     return Fail(MaybeRewriteBufferCopy());
+  }
+
+  // Applies the buffered puts of the buckets a grow or shrink rebuilt
+  // since the last call: their blocks are in memory, so the puts cost no
+  // read, and no write besides the one the distribute made.
+  absl::Status DrainRebuilt() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    // A drain may grow the table, which adds to the list.
+    while (!rebuilt_.empty()) {
+      const uint64_t b = rebuilt_.back();
+      rebuilt_.pop_back();
+      if (b < mapping_.num_buckets() && buffer_.ListOf(b) != nullptr &&
+          BlockInMemory(b)) {
+        ++logical_.distribute_drains;
+        RT_RETURN_IF_ERROR(DrainBucket(b));
+      }
+    }
+    return absl::OkStatus();
   }
 
   // Applies the buffered puts of the next bucket from the drain cursor on
@@ -917,6 +941,11 @@ class Table::Impl {
     uint64_t b = drain_cursor_ % m;
     while (buffer_.ListOf(b) == nullptr) b = (b + 1) % m;
     drain_cursor_ = b + 1;
+    return DrainBucket(b);
+  }
+
+  // Applies every buffered put of bucket b to its block.
+  absl::Status DrainBucket(uint64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ++logical_.buffer_drains;
     for (Record& r : buffer_.Take(b)) {
       RT_RETURN_IF_ERROR(Fail(buffer_log_.AppendRemove(r.key)));
@@ -1143,6 +1172,9 @@ class Table::Impl {
     for (size_t i = 0; i < out.size(); ++i) {
       RT_RETURN_IF_ERROR(StoreBlock(rebuilt[i], out[i].span()));
       internal::KillPoint("distribute: block written");
+      if (buffer_.ListOf(rebuilt[i]) != nullptr) {
+        rebuilt_.push_back(rebuilt[i]);
+      }
     }
     return MaybeRewriteStashCopy();
   }
@@ -1372,6 +1404,8 @@ class Table::Impl {
   const uint64_t buffer_limit_;
   internal::Stash buffer_ ABSL_GUARDED_BY(mu_);
   uint64_t drain_cursor_ ABSL_GUARDED_BY(mu_) = 0;
+  // Buckets with buffered puts that a distribute rebuilt (DrainRebuilt).
+  std::vector<uint64_t> rebuilt_ ABSL_GUARDED_BY(mu_);
   internal::BlockCache cache_;
   // A block read from the file before a Put or Delete edits it, and the
   // empty blocks of a new table.

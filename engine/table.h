@@ -120,6 +120,9 @@ struct LogicalLedger {
   // write_buffer_bytes): one block read and write each, where the puts
   // count one each in put_reads and put_writes.
   uint64_t buffer_drains = 0;
+  // Of those, buckets a grow or shrink had just rebuilt: their blocks were
+  // in memory and written anyway, so the drain read and wrote nothing.
+  uint64_t distribute_drains = 0;
   uint64_t grows = 0;
   uint64_t shrinks = 0;
 };

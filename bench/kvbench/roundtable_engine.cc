@@ -63,6 +63,7 @@ class RoundtableEngine : public KvEngine {
             {"logical_shrink_writes", l.shrink_writes},
             {"logical_stash_copy_writes", l.stash_copy_writes},
             {"buffer_drains", l.buffer_drains},
+            {"distribute_drains", l.distribute_drains},
             {"grows", l.grows},
             {"shrinks", l.shrinks},
             {"cache_hits", s.cache_hits},

@@ -463,7 +463,8 @@ TEST(TableTest, BufferedPutsReadNoBlockAndADrainAppliesManyAtOnce) {
 
 // A buffer over its limit drains one bucket at a time, in a sweep: the
 // buffer stays near its limit, each drain applies every put its bucket
-// gathered, and those are several per block.
+// gathered, and those are several per block. (Overwrites of a table that
+// does not grow, so that no distribute takes the buffered puts first.)
 TEST(TableTest, FullBufferDrainsBucketsInASweep) {
   Options o = Posix();
   o.block_size = 4096;
@@ -472,27 +473,102 @@ TEST(TableTest, FullBufferDrainsBucketsInASweep) {
   const std::string dir = TempDir("sweep");
   auto table = OpenOrDie(o, dir);
   ASSERT_NE(table, nullptr);
-  const std::string value(100, 'v');
   const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    ASSERT_TRUE(table->Put("key" + std::to_string(i), std::string(100, 'a'))
+                    .ok());
+  }
+  ASSERT_TRUE(table->Flush().ok());
+  ASSERT_TRUE(table->Checkpoint().ok());
+  const TableStats start = table->GetStats();
+  std::mt19937_64 rng(3);
   uint64_t most = 0;
   for (int i = 0; i < n; ++i) {
-    ASSERT_TRUE(table->Put("key" + std::to_string(i), value).ok());
-    const TableStats st = table->GetStats();
-    most = std::max(most, st.buffered_bytes);
+    const int k = static_cast<int>(rng() % n);
+    ASSERT_TRUE(table->Put("key" + std::to_string(k), std::string(100, 'b'))
+                    .ok());
+    most = std::max(most, table->GetStats().buffered_bytes);
   }
   const TableStats st = table->GetStats();
-  EXPECT_GT(st.logical.buffer_drains, 0u);
+  EXPECT_EQ(st.logical.grows, start.logical.grows);
+  const uint64_t drains = st.logical.buffer_drains - start.logical.buffer_drains;
+  EXPECT_GT(drains, 0u);
   // The limit counts the records' bytes and their bookkeeping.
   EXPECT_LE(most, o.write_buffer_bytes);
   EXPECT_GT(st.buffered_bytes, o.write_buffer_bytes / 4);
-  const uint64_t drained = n - st.buffered_records;
-  EXPECT_EQ(st.records, drained);
-  EXPECT_GT(static_cast<double>(drained) / st.logical.buffer_drains, 2.0)
+  const uint64_t drained = st.logical.put_writes - start.logical.put_writes;
+  EXPECT_GT(static_cast<double>(drained) / drains, 2.0)
       << "puts per drained bucket";
+  EXPECT_LE(st.physical_blocks.blocks_read - start.physical_blocks.blocks_read,
+            drains);
   ASSERT_TRUE(table->Check().ok()) << table->Check();
-  for (int i = 0; i < n; i += 101) {
-    EXPECT_EQ(*table->Get("key" + std::to_string(i)), value);
+  ASSERT_TRUE(table->Flush().ok());
+  EXPECT_EQ(table->GetStats().records, static_cast<uint64_t>(n));
+  ASSERT_TRUE(table->Check().ok()) << table->Check();
+}
+
+// A distribute rewrites its group's blocks anyway: the puts buffered for
+// them go in at once, with no read of their own. With no cache, every block
+// read of a growing table is a grow's or a sweep's.
+TEST(TableTest, GrowsTakeTheBufferedPutsOfTheirBlocks) {
+  Options o = Posix();
+  o.block_size = 1024;
+  o.s0 = 4;
+  o.write_buffer_bytes = 64 << 10;
+  const std::string dir = TempDir("growdrain");
+  auto table = OpenOrDie(o, dir);
+  ASSERT_NE(table, nullptr);
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    ASSERT_TRUE(table->Put("key" + std::to_string(i), "value").ok());
+    if (i % 5000 == 4999) ASSERT_TRUE(table->Checkpoint().ok());
   }
+  const TableStats st = table->GetStats();
+  const LogicalLedger& l = st.logical;
+  EXPECT_GT(l.grows, 0u);
+  EXPECT_GT(l.distribute_drains, 0u);
+  EXPECT_LT(l.distribute_drains, l.buffer_drains);
+  EXPECT_LE(st.physical_blocks.blocks_read,
+            l.grow_reads + (l.buffer_drains - l.distribute_drains));
+  ASSERT_TRUE(table->Check().ok()) << table->Check();
+  for (int i = 0; i < n; i += 37) {
+    EXPECT_EQ(*table->Get("key" + std::to_string(i)), "value");
+  }
+  ASSERT_TRUE(table->Flush().ok());
+  EXPECT_EQ(table->GetStats().records, static_cast<uint64_t>(n));
+}
+
+// Drained puts that replace records with smaller ones shrink the data, and
+// a shrink rebuilds blocks whose buffered puts then go in: the bucket count
+// follows the data after every write (the paranoid mode checks it).
+TEST(TableTest, DrainsThatShrinkTheDataReleaseBuckets) {
+  Options o = Posix();
+  o.block_size = 512;
+  o.s0 = 2;
+  o.write_buffer_bytes = 2048;
+  o.paranoid_checks = true;
+  const std::string dir = TempDir("drainshrink");
+  auto table = OpenOrDie(o, dir);
+  ASSERT_NE(table, nullptr);
+  const int n = 400;
+  for (int i = 0; i < n; ++i) {
+    ASSERT_TRUE(table->Put("key" + std::to_string(i), std::string(90, 'v'))
+                    .ok())
+        << i;
+  }
+  ASSERT_TRUE(table->Flush().ok());
+  ASSERT_TRUE(table->Checkpoint().ok());
+  const uint64_t full = table->GetStats().buckets;
+  for (int i = 0; i < n; ++i) {
+    const absl::Status s = table->Put("key" + std::to_string(i), "v");
+    ASSERT_TRUE(s.ok()) << i << ": " << s;
+  }
+  ASSERT_TRUE(table->Flush().ok());
+  ASSERT_TRUE(table->Check().ok()) << table->Check();
+  const TableStats st = table->GetStats();
+  EXPECT_GT(st.logical.shrinks, 0u);
+  EXPECT_LT(st.buckets, full);
+  EXPECT_EQ(st.records, static_cast<uint64_t>(n));
 }
 
 // The stash fraction a Poisson model of bucket loads predicts when blocks

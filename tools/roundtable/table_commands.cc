@@ -175,7 +175,8 @@ std::string StatsJson(const TableStats& s, uint64_t file_bytes) {
       "\"delete_block_writes\":%d,\"grow_block_reads\":%d,"
       "\"grow_block_writes\":%d,\"shrink_block_reads\":%d,"
       "\"shrink_block_writes\":%d,\"stash_copy_block_writes\":%d,"
-      "\"buffer_drains\":%d,\"grows\":%d,\"shrinks\":%d},"
+      "\"buffer_drains\":%d,\"distribute_drains\":%d,\"grows\":%d,"
+      "\"shrinks\":%d},"
       "\"held_blocks\":%d,\"wal_bytes\":%d,\"checkpoints\":%d,"
       "\"recovered_records\":%d,\"recovered_journal\":%s,"
       "\"recovery_ns\":%d,"
@@ -187,7 +188,7 @@ std::string StatsJson(const TableStats& s, uint64_t file_bytes) {
       s.epsilon, s.data_bytes, s.utilization, file_bytes, l.get_reads,
       l.put_reads, l.put_writes, l.delete_reads, l.delete_writes, l.grow_reads,
       l.grow_writes, l.shrink_reads, l.shrink_writes, l.stash_copy_writes,
-      l.buffer_drains, l.grows, l.shrinks, s.held_blocks, s.wal_bytes, s.checkpoints,
+      l.buffer_drains, l.distribute_drains, l.grows, l.shrinks, s.held_blocks, s.wal_bytes, s.checkpoints,
       s.recovered_records, s.recovered_journal ? "true" : "false",
       s.recovery_ns, ledger(s.physical_blocks), ledger(s.physical_stash),
       ledger(s.physical_wal), ledger(s.physical_journal),
