@@ -203,23 +203,26 @@ class Table::Impl {
 
   // Fills the in-RAM stash and write buffer from their persistent copies.
   absl::Status LoadStashAndBuffer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    RT_ASSIGN_OR_RETURN(
-        auto live, internal::StashLog::Load(*stash_device_, sb_.stash_epoch,
-                                            sb_.stash_blocks));
+    RT_RETURN_IF_ERROR(
+        LoadCopy(*stash_device_, stash_log_, "stash copy", stash_));
+    return LoadCopy(*buffer_device_, buffer_log_, "write buffer copy",
+                    buffer_);
+  }
+
+  // Fills `records` from `copy` (on `device`, named `what` in errors),
+  // each record in its bucket under the current mapping, and resumes the
+  // copy's tail.
+  absl::Status LoadCopy(io::BlockDevice& device, internal::StashLog& copy,
+                        std::string_view what, internal::Stash& records)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RT_ASSIGN_OR_RETURN(auto live, internal::StashLog::Load(
+                                       device, copy.epoch(), copy.blocks(),
+                                       what));
     for (auto& [key, value] : live) {
       const uint64_t h = Hash(key);
-      stash_.Add(mapping_.FindBucket(h), h, Record{key, std::move(value)});
+      records.Add(mapping_.FindBucket(h), h, Record{key, std::move(value)});
     }
-    RT_RETURN_IF_ERROR(stash_log_.ResumeTail());
-    RT_ASSIGN_OR_RETURN(
-        live, internal::StashLog::Load(*buffer_device_, sb_.buffer_epoch,
-                                       sb_.buffer_blocks,
-                                       "write buffer copy"));
-    for (auto& [key, value] : live) {
-      const uint64_t h = Hash(key);
-      buffer_.Add(mapping_.FindBucket(h), h, Record{key, std::move(value)});
-    }
-    return buffer_log_.ResumeTail();
+    return copy.ResumeTail();
   }
 
   absl::Status Get(std::string_view key, std::string* value) {
@@ -599,9 +602,11 @@ class Table::Impl {
     absl::Status s;
     if (!options_.read_only && error_.ok()) {
       // Compact the stash copy so that the next open reads only the live
-      // stash, then checkpoint: the next open replays nothing.
+      // stash, then checkpoint: the next open replays nothing. The write
+      // buffer's copy, up to the buffer's size, is rewritten only on its
+      // usual rule (at most twice the live entries for the next open).
       s = RewriteStashCopy();
-      if (s.ok()) s = RewriteCopy(buffer_, buffer_log_);
+      if (s.ok()) s = MaybeRewriteBufferCopy();
       if (s.ok()) s = CheckpointLocked(/*complete=*/true);
     }
     closed_ = true;
@@ -996,9 +1001,7 @@ class Table::Impl {
   }
 
   absl::Status MaybeRewriteStashCopy() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (!stash_log_.WantsRewrite(stash_.bytes() + stash_.records())) {
-      return absl::OkStatus();
-    }
+    if (!WantsRewrite(stash_, stash_log_)) return absl::OkStatus();
     return RewriteStashCopy();
   }
 
@@ -1009,12 +1012,19 @@ class Table::Impl {
   }
 
   absl::Status MaybeRewriteBufferCopy() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (!buffer_log_.WantsRewrite(buffer_.bytes() + buffer_.records())) {
-      return absl::OkStatus();
-    }
+    if (!WantsRewrite(buffer_, buffer_log_)) return absl::OkStatus();
     RT_RETURN_IF_ERROR(RewriteCopy(buffer_, buffer_log_));
     internal::KillPoint("buffer: copy rewritten");
     return absl::OkStatus();
+  }
+
+  // Whether `copy` has grown well past the entries of `records`.
+  static bool WantsRewrite(const internal::Stash& records,
+                           const internal::StashLog& copy) {
+    // An entry is its record's bytes and a kind byte; the encoded sizes
+    // (with their 4-byte slots) and one byte a record overcount that a
+    // little.
+    return copy.WantsRewrite(records.bytes() + records.records());
   }
 
   // Writes the live records of `records` as the whole of `copy`.

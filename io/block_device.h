@@ -151,10 +151,10 @@ class BlockDevice {
   virtual absl::Status DoWrite(uint64_t block,
                                std::span<const std::byte> buffer) = 0;
   // WriteChanged's part where capabilities().partial_writes: store
-  // buffer[begin, end) at its place.
+  // buffer[begin, end) at its place (by default, the whole buffer).
   virtual absl::Status DoWriteChanged(uint64_t block,
                                       std::span<const std::byte> buffer,
-                                      size_t begin, size_t end) {
+                                      size_t /*begin*/, size_t /*end*/) {
     return DoWrite(block, buffer);
   }
   virtual absl::Status DoReadBatch(std::span<const ReadRequest> requests);
