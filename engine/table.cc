@@ -330,6 +330,7 @@ class Table::Impl {
   // Applies logged ops to the table (a write, or a log record replayed).
   absl::Status Apply(std::span<const Op> ops)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    rebuilt_drains_left_ = kRebuiltDrainsPerWrite;
     for (const Op& op : ops) {
       RT_RETURN_IF_ERROR(op.put ? PutLocked(op.key, op.value)
                                 : DeleteLocked(op.key));
@@ -337,11 +338,11 @@ class Table::Impl {
     // Deletes, and smaller values (also those of drained puts), may leave
     // the data small enough to release buckets; a release rebuilds blocks
     // whose buffered puts then go in, which may release more. Each round
-    // drains buffered puts, so this ends.
+    // drains buffered puts or uses up the write's drains, so this ends.
     do {
       RT_RETURN_IF_ERROR(Fail(DrainRebuilt()));
       RT_RETURN_IF_ERROR(Fail(MaybeShrink()));
-    } while (!rebuilt_.empty());
+    } while (!rebuilt_.empty() && rebuilt_drains_left_ > 0);
     return absl::OkStatus();
   }
 
@@ -439,22 +440,28 @@ class Table::Impl {
     return absl::OkStatus();
   }
 
-  // A put waits in the write buffer, reading nothing, when its block would
-  // have to be read from the file (neither held nor cached) and the key is
-  // not in the stash; a key already buffered takes the new value there.
+  // A put waits in the write buffer, reading nothing, unless it edits its
+  // block in place (EditsInPlace) or its key is in the stash; a key already
+  // buffered takes the new value there. A bucket whose buffered puts would
+  // fill its block is drained at once: one read and write for a block's
+  // worth.
   absl::Status PutLocked(std::string_view key, std::string_view value)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const uint64_t h = Hash(key);
     const uint64_t b = mapping_.FindBucket(h);
     if (Record* buffered = buffer_.Find(b, key, h)) {
       buffer_.SetValue(buffered, value);
-    } else if (buffer_limit_ > 0 && !BlockInMemory(b) &&
+    } else if (buffer_limit_ > 0 && !EditsInPlace(b) &&
                stash_.Find(b, key, h) == nullptr) {
       buffer_.Add(b, h, Record{std::string(key), std::string(value)});
     } else {
       return PutInBlock(key, value, h);
     }
     RT_RETURN_IF_ERROR(Fail(buffer_log_.AppendPut(key, value)));
+    if (buffer_.ListOf(b)->size() * internal::EncodedSize(key, value) >=
+        payload_) {
+      RT_RETURN_IF_ERROR(DrainBucket(b));
+    }
     return MaybeDrainBuffer();
   }
 
@@ -902,6 +909,23 @@ class Table::Impl {
     return blocks_->Held(b + kHeaderBlocks) != nullptr || cache_.Contains(b);
   }
 
+  // Whether a put edits bucket b's block rather than wait in the write
+  // buffer: when the block is held (it is written anyway), or cached while
+  // the whole table fits in the held blocks' budget (then the checkpoints
+  // come seldom enough for many puts to land on each block first). In a
+  // larger table a clean block made dirty for one put would cost two block
+  // writes for it.
+  bool EditsInPlace(uint64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (blocks_->Held(b + kHeaderBlocks) != nullptr) return true;
+    return mapping_.num_buckets() * block_size() <= HeldLimit() &&
+           cache_.Contains(b);
+  }
+
+  // The held blocks' budget: past it, a checkpoint starts.
+  uint64_t HeldLimit() const {
+    return std::max(options_.checkpoint_bytes, options_.block_cache_bytes);
+  }
+
   // The memory the write buffer takes: its records' encoded bytes and, for
   // each, the record's strings and key hash.
   uint64_t BufferBytes() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
@@ -922,16 +946,20 @@ class Table::Impl {
     return Fail(MaybeRewriteBufferCopy());
   }
 
-  // Applies the buffered puts of the buckets a grow or shrink rebuilt
-  // since the last call: their blocks are in memory, so the puts cost no
-  // read, and no write besides the one the distribute made.
+  // Applies the buffered puts of buckets a grow or shrink rebuilt, the
+  // latest first: their blocks are in memory, so the puts cost no read, and
+  // no write besides the one the distribute made. A drain may grow the
+  // table, which rebuilds more buckets; past kRebuiltDrainsPerWrite in one
+  // write, the rest wait for the next writes (in a growing table with a
+  // full buffer the chain would otherwise drain most of the buffer inside
+  // one write).
   absl::Status DrainRebuilt() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    // A drain may grow the table, which adds to the list.
-    while (!rebuilt_.empty()) {
+    while (!rebuilt_.empty() && rebuilt_drains_left_ > 0) {
       const uint64_t b = rebuilt_.back();
       rebuilt_.pop_back();
       if (b < mapping_.num_buckets() && buffer_.ListOf(b) != nullptr &&
           BlockInMemory(b)) {
+        --rebuilt_drains_left_;
         ++logical_.distribute_drains;
         RT_RETURN_IF_ERROR(DrainBucket(b));
       }
@@ -952,9 +980,11 @@ class Table::Impl {
   // Applies every buffered put of bucket b to its block.
   absl::Status DrainBucket(uint64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ++logical_.buffer_drains;
-    for (Record& r : buffer_.Take(b)) {
+    internal::Stash::Taken taken = buffer_.Take(b);
+    for (size_t i = 0; i < taken.records.size(); ++i) {
+      const Record& r = taken.records[i];
       RT_RETURN_IF_ERROR(Fail(buffer_log_.AppendRemove(r.key)));
-      RT_RETURN_IF_ERROR(Fail(PutInBlock(r.key, r.value, Hash(r.key))));
+      RT_RETURN_IF_ERROR(Fail(PutInBlock(r.key, r.value, taken.hashes[i])));
       internal::KillPoint("buffer: put drained");
     }
     return absl::OkStatus();
@@ -1132,21 +1162,26 @@ class Table::Impl {
     // Buffered puts of the sources follow their keys to their new buckets
     // (the buffer's copy stores no bucket, so nothing is logged).
     for (const uint64_t b : sources) {
-      for (Record& r : buffer_.Take(b)) {
-        const uint64_t h = Hash(r.key);
-        buffer_.Add(mapping_.FindBucket(h), h, std::move(r));
+      internal::Stash::Taken taken = buffer_.Take(b);
+      for (size_t i = 0; i < taken.records.size(); ++i) {
+        const uint64_t h = taken.hashes[i];
+        buffer_.Add(mapping_.FindBucket(h), h, std::move(taken.records[i]));
       }
     }
     // Records leaving the stash are logged as removals, records entering it
     // as puts; a record that stays in the stash needs no entry.
-    std::vector<Record> from_stash;
+    internal::Stash::Taken from_stash;
     for (const uint64_t b : sources) {
-      for (Record& r : stash_.Take(b)) from_stash.push_back(std::move(r));
+      internal::Stash::Taken taken = stash_.Take(b);
+      for (size_t i = 0; i < taken.records.size(); ++i) {
+        from_stash.hashes.push_back(taken.hashes[i]);
+        from_stash.records.push_back(std::move(taken.records[i]));
+      }
     }
-    // `owned` is the stashed record itself, or null for a record of a block.
-    auto place = [&](std::string_view key, std::string_view value,
+    // `owned` is the stashed record itself, or null for a record of a block;
+    // h is the key's hash.
+    auto place = [&](std::string_view key, std::string_view value, uint64_t h,
                      Record* owned) -> absl::Status {
-      const uint64_t h = Hash(key);
       const uint64_t b = mapping_.FindBucket(h);
       auto it = slot.find(b);
       if (it == slot.end()) {
@@ -1171,13 +1206,14 @@ class Table::Impl {
     for (io::AlignedBuffer& source : bytes) {
       internal::EncodedBlock(source.span())
           .ForEach([&](std::string_view k, std::string_view v) {
-            if (s.ok()) s = place(k, v, nullptr);
+            if (s.ok()) s = place(k, v, Hash(k), nullptr);
           });
       RT_RETURN_IF_ERROR(s);
     }
-    for (Record& r : from_stash) {
+    for (size_t i = 0; i < from_stash.records.size(); ++i) {
+      Record& r = from_stash.records[i];
       // place() reads the views before it may move r into the stash.
-      RT_RETURN_IF_ERROR(place(r.key, r.value, &r));
+      RT_RETURN_IF_ERROR(place(r.key, r.value, from_stash.hashes[i], &r));
     }
     for (size_t i = 0; i < out.size(); ++i) {
       RT_RETURN_IF_ERROR(StoreBlock(rebuilt[i], out[i].span()));
@@ -1261,9 +1297,7 @@ class Table::Impl {
   absl::Status MaybeCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const uint64_t held = blocks_->held_bytes() + stash_device_->held_bytes() +
                           buffer_device_->held_bytes();
-    const uint64_t held_limit =
-        std::max(options_.checkpoint_bytes, options_.block_cache_bytes);
-    if (held < held_limit && wal_.bytes() < options_.checkpoint_bytes) {
+    if (held < HeldLimit() && wal_.bytes() < options_.checkpoint_bytes) {
       return absl::OkStatus();
     }
     return Fail(CheckpointLocked(/*complete=*/false));
@@ -1416,6 +1450,10 @@ class Table::Impl {
   uint64_t drain_cursor_ ABSL_GUARDED_BY(mu_) = 0;
   // Buckets with buffered puts that a distribute rebuilt (DrainRebuilt).
   std::vector<uint64_t> rebuilt_ ABSL_GUARDED_BY(mu_);
+  // What DrainRebuilt may still drain in the current write: about four
+  // grows' buckets at s0 = 8, a few microseconds.
+  static constexpr int kRebuiltDrainsPerWrite = 64;
+  int rebuilt_drains_left_ ABSL_GUARDED_BY(mu_) = 0;
   internal::BlockCache cache_;
   // A block read from the file before a Put or Delete edits it, and the
   // empty blocks of a new table.

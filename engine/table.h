@@ -70,8 +70,10 @@ struct Options {
   // on each block between checkpoints: a cache large enough for the table
   // lets the held blocks grow to the whole table.
   uint64_t checkpoint_bytes = 32 << 20;
-  // A put whose block is neither cached nor held (and whose key is not in
-  // the stash) waits in the write buffer, reading nothing; the buffer has a
+  // A put whose block is not held (and whose key is not in the stash)
+  // waits in the write buffer, reading nothing, where it would make a
+  // block dirty for one record; a bucket whose buffered puts would fill its
+  // block is drained at once. The buffer has a
   // copy in its own file, written at checkpoints as the stash copy is, so
   // that it outlives the log. While the buffer's records (their encoded
   // bytes and 72 bytes each besides: the record's strings and key hash)

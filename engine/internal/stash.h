@@ -91,15 +91,24 @@ class Stash {
     SetFilter(b, filter);
   }
 
-  // Removes bucket b's whole list and returns it.
-  List Take(uint64_t b) {
+  // A list taken out of the stash, with its keys' hashes.
+  struct Taken {
+    std::vector<uint64_t> hashes;  // hashes[i] is the hash of records[i].key
+    List records;
+  };
+
+  // Removes bucket b's whole list and returns it, with the hashes stored
+  // beside it (reading them costs no access to the keys).
+  Taken Take(uint64_t b) {
     if (!HasList(b)) return {};
     auto it = lists_.find(b);
-    List list = std::move(it->second.records);
-    for (const Record& r : list) bytes_ -= EncodedSize(r.key, r.value);
-    records_ -= list.size();
+    Taken taken = std::move(it->second);
+    for (const Record& r : taken.records) {
+      bytes_ -= EncodedSize(r.key, r.value);
+    }
+    records_ -= taken.records.size();
     Erase(it);
-    return list;
+    return taken;
   }
 
   // Calls fn(bucket, list) for every list, in no particular order.
@@ -149,10 +158,7 @@ class Stash {
     }
     filter_[b] = filter;
   }
-  struct Bucket {
-    std::vector<uint64_t> hashes;  // hashes[i] is the hash of records[i].key
-    List records;
-  };
+  using Bucket = Taken;
 
   void Erase(absl::flat_hash_map<uint64_t, Bucket>::iterator it) {
     SetFilter(it->first, 0);

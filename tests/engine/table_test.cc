@@ -409,7 +409,9 @@ TEST(TableTest, BufferedPutsReadNoBlockAndADrainAppliesManyAtOnce) {
   const TableStats start = table->GetStats();
   EXPECT_EQ(start.records, 2u);
   EXPECT_EQ(start.buffered_records, 0u);
-  const int n = 2000;
+  // About 50 puts a bucket: below the 70 or so that fill a block, which
+  // would drain at once (BucketsThatFillABlockDrainAtOnce).
+  const int n = 200;
   for (int i = 0; i < n; ++i) {
     ASSERT_TRUE(table->Put("k" + std::to_string(i), "v" + std::to_string(i))
                     .ok());
@@ -437,18 +439,19 @@ TEST(TableTest, BufferedPutsReadNoBlockAndADrainAppliesManyAtOnce) {
 
   // Drained: every block read once (with what its grows read), far fewer
   // reads than puts.
+  const TableStats unflushed = table->GetStats();  // after the Gets' reads
   ASSERT_TRUE(table->Flush().ok());
   const TableStats flushed = table->GetStats();
   EXPECT_EQ(flushed.buffered_records, 0u);
   EXPECT_EQ(flushed.records, static_cast<uint64_t>(n));  // k8 gone, old kept
   const uint64_t drains =
-      flushed.logical.buffer_drains - buffered.logical.buffer_drains;
+      flushed.logical.buffer_drains - unflushed.logical.buffer_drains;
   EXPECT_LE(drains, flushed.buckets);
   EXPECT_GT(drains, 0u);
   const uint64_t reads = flushed.physical_blocks.blocks_read -
-                         buffered.physical_blocks.blocks_read;
+                         unflushed.physical_blocks.blocks_read;
   EXPECT_LE(reads, drains + (flushed.logical.grow_reads -
-                             buffered.logical.grow_reads));
+                             unflushed.logical.grow_reads));
   EXPECT_LT(reads, static_cast<uint64_t>(n) / 4);
   ASSERT_TRUE(table->Check().ok()) << table->Check();
   EXPECT_EQ(*table->Get("k7"), "again");
@@ -458,6 +461,45 @@ TEST(TableTest, BufferedPutsReadNoBlockAndADrainAppliesManyAtOnce) {
   for (int i = 0; i < n; i += 97) {
     if (i == 7 || i == 8) continue;
     EXPECT_EQ(*table->Get("k" + std::to_string(i)), "v" + std::to_string(i));
+  }
+}
+
+// A bucket whose buffered puts would fill its block is drained there and
+// then, with one read and write of its block: the buffer never holds more
+// than about a block's worth for one bucket, however large its limit.
+TEST(TableTest, BucketsThatFillABlockDrainAtOnce) {
+  Options o = Posix();
+  o.block_size = 1024;
+  o.s0 = 4;
+  o.write_buffer_bytes = uint64_t{64} << 20;
+  const std::string dir = TempDir("fullbucket");
+  auto table = OpenOrDie(o, dir);
+  ASSERT_NE(table, nullptr);
+  const std::string value(40, 'v');
+  const size_t per_block = (o.block_size - 64) / (value.size() + 8);
+  const int n = 5000;
+  uint64_t most_per_bucket = 0;
+  for (int i = 0; i < n; ++i) {
+    ASSERT_TRUE(table->Put("key" + std::to_string(i), value).ok());
+    const TableStats st = table->GetStats();
+    most_per_bucket = std::max(most_per_bucket,
+                               st.buffered_records / st.buckets);
+  }
+  const TableStats st = table->GetStats();
+  // Far below the limit, the buffer drained by itself, many puts a drain.
+  EXPECT_LT(st.buffered_bytes, o.write_buffer_bytes / 64);
+  EXPECT_GT(st.logical.buffer_drains, 0u);
+  EXPECT_GT(st.records, static_cast<uint64_t>(n) / 2);
+  EXPECT_LE(most_per_bucket, per_block);
+  EXPECT_GT(static_cast<double>(st.logical.put_writes) /
+                st.logical.buffer_drains,
+            4.0)
+      << "puts per drained bucket";
+  ASSERT_TRUE(table->Check().ok()) << table->Check();
+  ASSERT_TRUE(table->Flush().ok());
+  EXPECT_EQ(table->GetStats().records, static_cast<uint64_t>(n));
+  for (int i = 0; i < n; i += 37) {
+    EXPECT_EQ(*table->Get("key" + std::to_string(i)), value);
   }
 }
 

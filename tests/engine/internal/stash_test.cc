@@ -51,9 +51,14 @@ TEST(StashTest, MatchesAModel) {
       stash.Filter(b, [](const Record& r) { return r.value.size() % 2 == 0; });
       std::erase_if(list, [](const auto& kv) { return kv.second.size() % 2; });
     } else {
-      Stash::List taken = stash.Take(b);
+      Stash::Taken taken = stash.Take(b);
+      ASSERT_EQ(taken.hashes.size(), taken.records.size());
       std::map<std::string, std::string> got;
-      for (Record& r : taken) got.emplace(r.key, r.value);
+      for (size_t i = 0; i < taken.records.size(); ++i) {
+        const Record& r = taken.records[i];
+        ASSERT_EQ(taken.hashes[i], TestHash(r.key)) << "step " << step;
+        got.emplace(r.key, r.value);
+      }
       ASSERT_EQ(got, list) << "step " << step;
       list.clear();
     }
@@ -71,7 +76,9 @@ TEST(StashTest, MatchesAModel) {
           auto it = model.find(bb);
           const bool present = it != model.end() && it->second.count(kk);
           ASSERT_EQ(r != nullptr, present) << bb << " " << kk;
-          if (present) ASSERT_EQ(r->value, it->second.at(kk));
+          if (present) {
+            ASSERT_EQ(r->value, it->second.at(kk));
+          }
         }
       }
     }
