@@ -295,6 +295,15 @@ Options Posix() {
   return o;
 }
 
+// Posix() with small blocks (1 KiB, s0 = 4) and a write buffer of `bytes`.
+Options SmallBlocksBuffered(uint64_t bytes) {
+  Options o = Posix();
+  o.block_size = 1024;
+  o.s0 = 4;
+  o.write_buffer_bytes = bytes;
+  return o;
+}
+
 TEST(TableTest, SuggestedS0FollowsTheSquareRootOfTheRecordsPerBlock) {
   EXPECT_EQ(SuggestedS0(4096, 16, 100), 8u);   // 33 records a block
   EXPECT_EQ(SuggestedS0(4096, 16, 1000), 4u);  // 3
@@ -395,10 +404,7 @@ TEST(TableTest, StashHitsReadNoBlock) {
 // buffer and reads nothing; a read finds it there. A drain applies all the
 // puts a bucket gathered with one read and one write of its block.
 TEST(TableTest, BufferedPutsReadNoBlockAndADrainAppliesManyAtOnce) {
-  Options o = Posix();
-  o.block_size = 1024;
-  o.s0 = 4;
-  o.write_buffer_bytes = uint64_t{1} << 20;
+  const Options o = SmallBlocksBuffered(uint64_t{1} << 20);
   const std::string dir = TempDir("buffer");
   auto table = OpenOrDie(o, dir);
   ASSERT_NE(table, nullptr);
@@ -468,10 +474,7 @@ TEST(TableTest, BufferedPutsReadNoBlockAndADrainAppliesManyAtOnce) {
 // then, with one read and write of its block: the buffer never holds more
 // than about a block's worth for one bucket, however large its limit.
 TEST(TableTest, BucketsThatFillABlockDrainAtOnce) {
-  Options o = Posix();
-  o.block_size = 1024;
-  o.s0 = 4;
-  o.write_buffer_bytes = uint64_t{64} << 20;
+  const Options o = SmallBlocksBuffered(uint64_t{64} << 20);
   const std::string dir = TempDir("fullbucket");
   auto table = OpenOrDie(o, dir);
   ASSERT_NE(table, nullptr);
@@ -553,10 +556,7 @@ TEST(TableTest, FullBufferDrainsBucketsInASweep) {
 // them go in at once, with no read of their own. With no cache, every block
 // read of a growing table is a grow's or a sweep's.
 TEST(TableTest, GrowsTakeTheBufferedPutsOfTheirBlocks) {
-  Options o = Posix();
-  o.block_size = 1024;
-  o.s0 = 4;
-  o.write_buffer_bytes = 64 << 10;
+  const Options o = SmallBlocksBuffered(64 << 10);
   const std::string dir = TempDir("growdrain");
   auto table = OpenOrDie(o, dir);
   ASSERT_NE(table, nullptr);
