@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -189,6 +190,12 @@ class Table::Impl {
         payload_(Payload(sb.block_size)),
         record_count_(sb.record_count),
         data_bytes_(sb.data_bytes) {}
+
+  // Close ends the in-place writes; a table never closed (a failed Open)
+  // ends them here.
+  ~Impl() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (in_place_ != nullptr) in_place_->thread.join();
+  }
 
   uint32_t block_size() const { return block_size_; }
 
@@ -626,6 +633,10 @@ class Table::Impl {
       }
       closed_for_sync_ = true;
     }
+    // In-place writes still running (after a failure) end before their
+    // files close.
+    const absl::Status in_place = FinishInPlace();
+    if (s.ok() && error_.ok()) s = in_place;
     blocks_.reset();
     stash_device_.reset();
     buffer_device_.reset();
@@ -635,6 +646,8 @@ class Table::Impl {
 
   TableStats GetStats() const {
     ReaderMutexLock lock(&mu_);
+    // The physical ledgers count the last checkpoint's in-place writes.
+    if (in_place_ != nullptr) in_place_->Wait();
     TableStats st;
     st.buckets = mapping_.num_buckets();
     st.records = record_count_;
@@ -1291,10 +1304,25 @@ class Table::Impl {
              {kBufferFileId, files_.buffer.get(), buffer_device_.get()}}};
   }
 
+  // Waits for the last checkpoint's in-place writes, if any, and frees
+  // their images: returns the writes' status.
+  absl::Status FinishInPlace() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (in_place_ == nullptr) return absl::OkStatus();
+    in_place_->thread.join();
+    const absl::Status s = in_place_->status;
+    in_place_.reset();
+    for (const Layer& layer : Layers()) layer.seen->ReleaseFrozen();
+    return s;
+  }
+
   // Starts a checkpoint when the log passes Options::checkpoint_bytes, or
   // the held blocks pass that or the block cache's size, whichever is
   // larger (Options::checkpoint_bytes says why).
   absl::Status MaybeCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    // The last checkpoint's in-place writes, once done, free their images.
+    if (in_place_ != nullptr && in_place_->Done()) {
+      RT_RETURN_IF_ERROR(Fail(FinishInPlace()));
+    }
     const uint64_t held = blocks_->held_bytes() + stash_device_->held_bytes() +
                           buffer_device_->held_bytes();
     if (held < HeldLimit() && wal_.bytes() < options_.checkpoint_bytes) {
@@ -1352,27 +1380,29 @@ class Table::Impl {
         internal::WriteJournal(*files_.journal, next.sequence, entries));
     internal::KillPoint("checkpoint: journal synced");
 
-    // In place: each file grown to its new size, its images, write-back
-    // started.
+    // In place: each file grown to its new size here, then its images
+    // written and their write-back started by a thread of their own
+    // (InPlaceWrites), while the writers go on. Until it is done the
+    // deferred devices keep the images, frozen, for reads.
     Pending pending;
     pending.superblock = next;
+    auto job = std::make_unique<InPlaceWrites>();
     for (const Layer& layer : Layers()) {
       const uint64_t size = layer.seen->num_blocks();
       pending.sizes[layer.id] = size;
       if (layer.file->num_blocks() < size) {
         RT_RETURN_IF_ERROR(layer.file->Resize(size));
       }
-      std::vector<io::WriteRequest> writes;
+      std::vector<io::WriteRequest>& writes = job->writes[layer.id];
+      writes.reserve(in_place);
       for (size_t i = 0; i < in_place; ++i) {
         if (entries[i].file == layer.id) {
           writes.push_back({entries[i].block, entries[i].bytes});
         }
       }
-      RT_RETURN_IF_ERROR(layer.file->WriteBatch(writes));
-      internal::KillPoint("checkpoint: written in place");
-      RT_RETURN_IF_ERROR(layer.file->WriteBack());
+      job->files[layer.id] = layer.file;
     }
-    // The held bucket blocks, now clean, go to the cache.
+    // The held bucket blocks, clean once in place, go to the cache.
     for (const auto& [block, bytes] : blocks_->held()) {
       if (block >= kHeaderBlocks &&
           block - kHeaderBlocks < mapping_.num_buckets()) {
@@ -1381,7 +1411,9 @@ class Table::Impl {
     }
     // What lies past the files' new ends stays until the checkpoint is
     // complete; the deferred devices read it as zeros meanwhile.
-    for (const Layer& layer : Layers()) layer.seen->Clear();
+    for (const Layer& layer : Layers()) layer.seen->Freeze();
+    in_place_ = std::move(job);
+    in_place_->Start();
     pending_ = pending;
     sb_ = next;
     ++checkpoints_;
@@ -1401,6 +1433,7 @@ class Table::Impl {
   // finds this journal newer, and lays the newest superblock over it again.
   absl::Status CompleteCheckpoint(bool rewrite_journal)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RT_RETURN_IF_ERROR(FinishInPlace());
     if (!pending_) return absl::OkStatus();
     const Superblock done = pending_->superblock;
     for (const Layer& layer : Layers()) {
@@ -1496,6 +1529,34 @@ class Table::Impl {
     std::array<uint64_t, 3> sizes{};
   };
   std::optional<Pending> pending_ ABSL_GUARDED_BY(mu_);
+  // A checkpoint's in-place writes, on a thread of their own: each file's
+  // images written and their write-back started. The images are the frozen
+  // blocks of the deferred devices, unchanged until FinishInPlace.
+  struct InPlaceWrites {
+    std::array<io::BlockDevice*, 3> files{};
+    std::array<std::vector<io::WriteRequest>, 3> writes;
+    std::thread thread;
+    absl::Status status;           // written by the thread before `done`
+    std::atomic<bool> done{false};
+    void Start() {
+      thread = std::thread([this] {
+        absl::Status s;
+        for (size_t id = 0; id < files.size() && s.ok(); ++id) {
+          if (files[id] == nullptr) continue;
+          s = files[id]->WriteBatch(writes[id]);
+          if (!s.ok()) break;
+          internal::KillPoint("checkpoint: written in place");
+          s = files[id]->WriteBack();
+        }
+        status = s;
+        done.store(true, std::memory_order_release);
+        done.notify_all();
+      });
+    }
+    bool Done() const { return done.load(std::memory_order_acquire); }
+    void Wait() const { done.wait(false, std::memory_order_acquire); }
+  };
+  std::unique_ptr<InPlaceWrites> in_place_ ABSL_GUARDED_BY(mu_);
   uint64_t checkpoints_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t recovered_records_ ABSL_GUARDED_BY(mu_) = 0;
   bool recovered_journal_ ABSL_GUARDED_BY(mu_) = false;

@@ -64,8 +64,10 @@ struct Options {
   // that takes the write-ahead log past this many bytes, or the held blocks
   // past this or block_cache_bytes, whichever is larger; and on Checkpoint
   // and Close. The log bounds recovery's replay; the held blocks may take
-  // as much memory as the cache (or checkpoint_bytes) besides it. A
-  // checkpoint writes every held block twice (journal, then in place), so
+  // as much memory as the cache (or checkpoint_bytes) besides it, and the
+  // last checkpoint's blocks stay in memory too until a thread of its own
+  // has written them in place (while the writers go on). A checkpoint
+  // writes every held block twice (journal, then in place), so
   // random updates spread over a large table cost far less when many land
   // on each block between checkpoints: a cache large enough for the table
   // lets the held blocks grow to the whole table.

@@ -31,13 +31,16 @@ std::byte* DeferredDevice::Allocate() {
   return slot;
 }
 
-void DeferredDevice::Clear() {
-  for (auto& [block, bytes] : held_) {
-    index_[block] = nullptr;
-    free_.push_back(bytes.data);
-  }
+void DeferredDevice::Freeze() {
+  for (auto& [block, bytes] : held_) index_[block] = nullptr;
+  frozen_ = std::move(held_);
   held_.clear();
   zero_from_ = size_;
+}
+
+void DeferredDevice::ReleaseFrozen() {
+  for (auto& [block, bytes] : frozen_) free_.push_back(bytes.data);
+  frozen_.clear();
 }
 
 absl::Status DeferredDevice::DoRead(uint64_t block,
@@ -49,6 +52,8 @@ absl::Status DeferredDevice::DoRead(uint64_t block,
       std::memcpy(out.data(), held, bs);
     } else if (block + i >= zero_from_ || block + i >= inner_->num_blocks()) {
       std::memset(out.data(), 0, bs);
+    } else if (auto it = frozen_.find(block + i); it != frozen_.end()) {
+      std::memcpy(out.data(), it->second.data, bs);
     } else {
       RT_RETURN_IF_ERROR(inner_->Read(block + i, out));
     }
@@ -59,7 +64,7 @@ absl::Status DeferredDevice::DoRead(uint64_t block,
 bool DeferredDevice::AllInner(uint64_t block, uint64_t n) const {
   if (block + n > zero_from_ || block + n > inner_->num_blocks()) return false;
   for (uint64_t b = block; b < block + n; ++b) {
-    if (Held(b) != nullptr) return false;
+    if (Held(b) != nullptr || frozen_.contains(b)) return false;
   }
   return true;
 }

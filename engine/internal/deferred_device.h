@@ -2,14 +2,17 @@
 // them. Reads see the held blocks over the inner device; Resize changes the
 // size seen here, not the inner device's. The table puts one over each of its
 // files so that between checkpoints nothing reaches them (the no-steal rule
-// of docs/durability.md); a checkpoint journals the held blocks, writes them
-// in place, and calls Clear.
+// of docs/durability.md); a checkpoint journals the held blocks and calls
+// Freeze, which keeps them (no longer held) for reads while they are
+// written in place, then ReleaseFrozen once they are there.
 //
 // Its ledger counts what its callers asked for; the inner device's ledger is
 // the physical one.
 //
-// Thread-safety: reads may run concurrently with each other; writes, Resize
-// and Clear need exclusive access (the table's writer lock).
+// Thread-safety: reads may run concurrently with each other; writes, Resize,
+// Freeze and ReleaseFrozen need exclusive access (the table's writer
+// lock). The bytes of frozen blocks do not change until ReleaseFrozen, so
+// another thread may write them to the inner device meanwhile.
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_DEFERRED_DEVICE_H_
 #define ROUNDTABLE_ENGINE_INTERNAL_DEFERRED_DEVICE_H_
 
@@ -54,9 +57,17 @@ class DeferredDevice final : public io::BlockDevice {
   // Forgets the held bytes of `block` (its owner returns it unchanged).
   void Release(uint64_t block);
 
-  // Forgets the held blocks: call once they and the size reached the inner
+  // Forgets the held blocks but keeps their bytes, unchanged, to answer
+  // reads until ReleaseFrozen: call once the size reached the inner device
+  // and their writes there are under way. A block written after this is
+  // held anew (the frozen bytes stay as they were).
+  // REQUIRES: nothing is frozen.
+  void Freeze();
+  // The frozen blocks (empty unless between Freeze and ReleaseFrozen).
+  const HeldMap& frozen() const { return frozen_; }
+  // Frees the frozen blocks: call once their writes reached the inner
   // device.
-  void Clear();
+  void ReleaseFrozen();
 
  private:
   absl::Status DoRead(uint64_t block, std::span<std::byte> buffer) override;
@@ -75,9 +86,10 @@ class DeferredDevice final : public io::BlockDevice {
   io::BlockDevice* const inner_;
   uint64_t size_;
   // Blocks at or past this read as zeros unless held: they were cut off by
-  // a Resize since the last Clear, so the inner device's bytes are stale.
+  // a Resize since the last Freeze, so the inner device's bytes are stale.
   uint64_t zero_from_;
   HeldMap held_;
+  HeldMap frozen_;
   // Block -> its held bytes (null when not held): Held() without a hash
   // lookup. 8 bytes per block up to the highest ever held.
   std::vector<std::byte*> index_;

@@ -82,11 +82,75 @@ TEST(DeferredDeviceTest, HoldsWritesUntilApplied) {
       ASSERT_TRUE(device.Read(b, std::span(buffer.data(), kBlock)).ok());
       ASSERT_TRUE(inner->Write(b, std::span(buffer.data(), kBlock)).ok());
     }
-    device.Clear();
+    device.Freeze();
+    device.ReleaseFrozen();
     EXPECT_TRUE(device.held().empty());
     ASSERT_EQ(Contents(*inner), model);
     ASSERT_EQ(Contents(device), model);
   }
+}
+
+// Frozen blocks answer reads with the bytes they had when frozen, whatever
+// the inner device holds, until ReleaseFrozen; they are no longer held, a
+// write holds a block anew without touching its frozen bytes, and a Resize
+// below a frozen block cuts it off.
+TEST(DeferredDeviceTest, FrozenBlocksAnswerReadsUntilReleased) {
+  auto inner = io::NewMemoryDevice(kBlock);
+  ASSERT_TRUE(inner->Resize(6).ok());
+  DeferredDevice device(inner.get());
+  io::AlignedBuffer buffer(kBlock);
+  auto fill = [&](char c) {
+    std::memset(buffer.data(), c, kBlock);
+    return std::span<const std::byte>(buffer.data(), kBlock);
+  };
+  auto read = [&](io::BlockDevice& d, uint64_t b) {
+    io::AlignedBuffer out(kBlock);
+    EXPECT_TRUE(d.Read(b, out.span()).ok());
+    return std::string(reinterpret_cast<const char*>(out.data()), kBlock);
+  };
+  auto blocks = [](char c) { return std::string(kBlock, c); };
+  ASSERT_TRUE(inner->Write(1, fill('o')).ok());
+  ASSERT_TRUE(inner->Write(2, fill('o')).ok());
+  ASSERT_TRUE(inner->Write(5, fill('o')).ok());
+  ASSERT_TRUE(device.Write(1, fill('a')).ok());
+  ASSERT_TRUE(device.Write(2, fill('b')).ok());
+  ASSERT_TRUE(device.Write(5, fill('c')).ok());
+  device.Freeze();
+  EXPECT_TRUE(device.held().empty());
+  EXPECT_EQ(device.frozen().size(), 3u);
+  EXPECT_EQ(device.Held(1), nullptr);
+  // The inner device still holds the old bytes: reads see the frozen ones,
+  // one at a time and in a batch.
+  EXPECT_EQ(read(device, 1), blocks('a'));
+  io::AlignedBuffer pair(2 * kBlock);
+  const io::ReadRequest request{1, pair.span()};
+  ASSERT_TRUE(device.ReadBatch({&request, 1}).ok());
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(pair.data()), 2 * kBlock),
+            blocks('a') + blocks('b'));
+  // A write after the freeze is held; the frozen bytes stay.
+  ASSERT_TRUE(device.Write(2, fill('B')).ok());
+  EXPECT_NE(device.Held(2), nullptr);
+  EXPECT_EQ(read(device, 2), blocks('B'));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(
+                            device.frozen().at(2).data),
+                        kBlock),
+            blocks('b'));
+  // Cut off and grown again: zeros, though still frozen for whoever writes
+  // it in place.
+  ASSERT_TRUE(device.Resize(4).ok());
+  ASSERT_TRUE(device.Resize(6).ok());
+  EXPECT_EQ(read(device, 5), blocks('\0'));
+  EXPECT_EQ(device.frozen().size(), 3u);
+  // The frozen bytes written in place, then released: reads go inside.
+  for (const auto& [b, bytes] : device.frozen()) {
+    ASSERT_TRUE(inner->Write(b, bytes.span()).ok());
+  }
+  ASSERT_TRUE(inner->Write(1, fill('i')).ok());  // only the inner has it now
+  device.ReleaseFrozen();
+  EXPECT_TRUE(device.frozen().empty());
+  EXPECT_EQ(read(device, 1), blocks('i'));
+  EXPECT_EQ(read(device, 2), blocks('B'));
+  EXPECT_EQ(read(device, 5), blocks('\0'));
 }
 
 }  // namespace
