@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -194,7 +195,9 @@ class Table::Impl {
   // Close ends the in-place writes; a table never closed (a failed Open)
   // ends them here.
   ~Impl() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    if (in_place_ != nullptr) in_place_->thread.join();
+    if (in_place_ != nullptr && in_place_->thread.joinable()) {
+      in_place_->thread.join();
+    }
   }
 
   uint32_t block_size() const { return block_size_; }
@@ -1308,7 +1311,7 @@ class Table::Impl {
   // their images: returns the writes' status.
   absl::Status FinishInPlace() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (in_place_ == nullptr) return absl::OkStatus();
-    in_place_->thread.join();
+    if (in_place_->thread.joinable()) in_place_->thread.join();
     const absl::Status s = in_place_->status;
     in_place_.reset();
     for (const Layer& layer : Layers()) layer.seen->ReleaseFrozen();
@@ -1538,20 +1541,26 @@ class Table::Impl {
     std::thread thread;
     absl::Status status;           // written by the thread before `done`
     std::atomic<bool> done{false};
+    // On a thread of their own, or here when no thread can be had.
     void Start() {
-      thread = std::thread([this] {
-        absl::Status s;
-        for (size_t id = 0; id < files.size() && s.ok(); ++id) {
-          if (files[id] == nullptr) continue;
-          s = files[id]->WriteBatch(writes[id]);
-          if (!s.ok()) break;
-          internal::KillPoint("checkpoint: written in place");
-          s = files[id]->WriteBack();
-        }
-        status = s;
-        done.store(true, std::memory_order_release);
-        done.notify_all();
-      });
+      try {
+        thread = std::thread([this] { Run(); });
+      } catch (const std::system_error&) {
+        Run();
+      }
+    }
+    void Run() {
+      absl::Status s;
+      for (size_t id = 0; id < files.size() && s.ok(); ++id) {
+        if (files[id] == nullptr) continue;
+        s = files[id]->WriteBatch(writes[id]);
+        if (!s.ok()) break;
+        internal::KillPoint("checkpoint: written in place");
+        s = files[id]->WriteBack();
+      }
+      status = s;
+      done.store(true, std::memory_order_release);
+      done.notify_all();
     }
     bool Done() const { return done.load(std::memory_order_acquire); }
     void Wait() const { done.wait(false, std::memory_order_acquire); }
