@@ -1486,8 +1486,8 @@ class Table::Impl {
   uint64_t drain_cursor_ ABSL_GUARDED_BY(mu_) = 0;
   // Buckets with buffered puts that a distribute rebuilt (DrainRebuilt).
   std::vector<uint64_t> rebuilt_ ABSL_GUARDED_BY(mu_);
-  // What DrainRebuilt may still drain in the current write: about four
-  // grows' buckets at s0 = 8, a few microseconds.
+  // What DrainRebuilt may still drain in the current write: the buckets of
+  // about four grows at s0 = 8.
   static constexpr int kRebuiltDrainsPerWrite = 64;
   int rebuilt_drains_left_ ABSL_GUARDED_BY(mu_) = 0;
   internal::BlockCache cache_;
