@@ -1396,14 +1396,11 @@ class Table::Impl {
       if (layer.file->num_blocks() < size) {
         RT_RETURN_IF_ERROR(layer.file->Resize(size));
       }
-      std::vector<io::WriteRequest>& writes = job->writes[layer.id];
-      writes.reserve(in_place);
-      for (size_t i = 0; i < in_place; ++i) {
-        if (entries[i].file == layer.id) {
-          writes.push_back({entries[i].block, entries[i].bytes});
-        }
-      }
       job->files[layer.id] = layer.file;
+    }
+    for (size_t i = 0; i < in_place; ++i) {
+      job->writes[entries[i].file].push_back(
+          {entries[i].block, entries[i].bytes});
     }
     // The held bucket blocks, clean once in place, go to the cache.
     for (const auto& [block, bytes] : blocks_->held()) {
@@ -1550,17 +1547,17 @@ class Table::Impl {
       }
     }
     void Run() {
-      absl::Status s;
-      for (size_t id = 0; id < files.size() && s.ok(); ++id) {
-        if (files[id] == nullptr) continue;
-        s = files[id]->WriteBatch(writes[id]);
-        if (!s.ok()) break;
-        internal::KillPoint("checkpoint: written in place");
-        s = files[id]->WriteBack();
-      }
-      status = s;
+      status = WriteAll();
       done.store(true, std::memory_order_release);
       done.notify_all();
+    }
+    absl::Status WriteAll() {
+      for (size_t id = 0; id < files.size(); ++id) {
+        RT_RETURN_IF_ERROR(files[id]->WriteBatch(writes[id]));
+        internal::KillPoint("checkpoint: written in place");
+        RT_RETURN_IF_ERROR(files[id]->WriteBack());
+      }
+      return absl::OkStatus();
     }
     bool Done() const { return done.load(std::memory_order_acquire); }
     void Wait() const { done.wait(false, std::memory_order_acquire); }
