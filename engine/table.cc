@@ -1910,7 +1910,9 @@ uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes,
       static_cast<double>(Payload(std::max<uint32_t>(block_size, 512))) /
       static_cast<double>(internal::EncodedSize(key_bytes, value_bytes));
   uint64_t s0 = 4;
-  while (s0 < 32 && static_cast<double>(s0) < std::sqrt(per_block)) s0 *= 2;
+  while (s0 < 32 && static_cast<double>(2 * s0) <= std::sqrt(per_block)) {
+    s0 *= 2;
+  }
   return s0;
 }
 

@@ -337,13 +337,13 @@ class Table {
 
 // The slack s0 that suits a table whose records (key and value) are about
 // `key_bytes` and `value_bytes` long in blocks of `block_size` bytes
-// (docs/table.md, "Choosing s0"): the power of two at or above the square
+// (docs/table.md, "Choosing s0"): the power of two at or below the square
 // root of the records a block holds, within [4, 32]. A bucket's load varies
 // by about 1/sqrt(records per block) by chance alone, and round-mapping's
-// arcs differ in length by 1/s0; a larger s0 balances nothing that chance
-// does not swamp, and every grow rewrites s0 to 2 s0 - 1 blocks. 8 for
+// arcs differ in length by 1/s0; the stash follows the chance far more
+// than the arcs, and every grow rewrites s0 to 2 s0 - 1 blocks. 4 for
 // 16-byte keys and 100-byte values in 4 KiB blocks; 32 (the default) from
-// 257 records a block.
+// 1024 records a block.
 uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes,
                      size_t value_bytes);
 

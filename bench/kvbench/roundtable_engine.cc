@@ -1,5 +1,5 @@
 // roundtable with 4 KiB blocks, epsilon = 0.1 and the s0 its documentation
-// suggests for the workload's records (SuggestedS0: 8 for 100-byte values),
+// suggests for the workload's records (SuggestedS0: 4 for 100-byte values),
 // the block cache given the memory budget, the default write buffer (on top
 // of the budget, as RocksDB's and LevelDB's memtables are), and a sync of
 // the log on every write when asked. It has nothing to pre-size: the table grows a bucket at

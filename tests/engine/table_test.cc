@@ -309,10 +309,11 @@ Options SmallBlocksBuffered(uint64_t bytes) {
 }
 
 TEST(TableTest, SuggestedS0FollowsTheSquareRootOfTheRecordsPerBlock) {
-  EXPECT_EQ(SuggestedS0(4096, 16, 100), 8u);   // 33 records a block
+  EXPECT_EQ(SuggestedS0(4096, 16, 100), 4u);   // 33 records a block
   EXPECT_EQ(SuggestedS0(4096, 16, 1000), 4u);  // 3
   EXPECT_EQ(SuggestedS0(65536, 8, 8), 32u);    // 2977
-  EXPECT_EQ(SuggestedS0(4096, 16, 0), 16u);    // 184
+  EXPECT_EQ(SuggestedS0(4096, 16, 0), 8u);     // 184
+  EXPECT_EQ(SuggestedS0(65536, 16, 100), 16u);  // 543
   for (uint32_t bs = 512; bs <= 65536; bs *= 2) {
     uint64_t last = 32;
     for (size_t value = 0; value <= 2000; value += 7) {
@@ -321,11 +322,11 @@ TEST(TableTest, SuggestedS0FollowsTheSquareRootOfTheRecordsPerBlock) {
           4 + 1 + (value < 128 ? 1 : 2) + 16 + value;  // slot, lengths, bytes
       const double root = std::sqrt(static_cast<double>(bs - 32) / record);
       EXPECT_TRUE(s0 == 4 || s0 == 8 || s0 == 16 || s0 == 32) << s0;
-      if (s0 < 32) {
-        EXPECT_GE(static_cast<double>(s0), root) << bs << " " << value;
-      }
       if (s0 > 4) {
-        EXPECT_LT(static_cast<double>(s0) / 2, root) << bs << " " << value;
+        EXPECT_LE(static_cast<double>(s0), root) << bs << " " << value;
+      }
+      if (s0 < 32) {
+        EXPECT_GT(static_cast<double>(2 * s0), root) << bs << " " << value;
       }
       EXPECT_LE(s0, last) << "larger records never ask for more slack";
       last = s0;
