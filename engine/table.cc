@@ -47,7 +47,9 @@ constexpr char kBlocksFile[] = "blocks";
 // while a table is created leaves no `blocks` file, so no table.
 constexpr char kNewBlocksFile[] = "blocks.new";
 constexpr char kStashFile[] = "stash";
-constexpr char kWalFile[] = "wal";
+// The write-ahead log's two files: a checkpoint moves the writers to the
+// other one, so that they go on logging while its journal is written.
+constexpr std::array<const char*, 2> kWalFiles = {"wal", "wal.1"};
 constexpr char kJournalFile[] = "journal";
 constexpr char kBufferFile[] = "buffer";
 // The files a journal entry names.
@@ -55,9 +57,10 @@ constexpr uint32_t kBlocksFileId = 0;
 constexpr uint32_t kStashFileId = 1;
 constexpr uint32_t kBufferFileId = 2;
 
-// A table's five files.
+// A table's six files.
 struct Files {
-  std::unique_ptr<io::BlockDevice> blocks, stash, wal, journal, buffer;
+  std::unique_ptr<io::BlockDevice> blocks, stash, journal, buffer;
+  std::array<std::unique_ptr<io::BlockDevice>, 2> wal;
 
   // The file a journal entry names (Open refuses a journal naming another
   // id).
@@ -160,6 +163,19 @@ std::string Join(const std::string& dir, const char* file) {
   return dir + "/" + file;
 }
 
+// The ledgers of two files as one.
+io::IoStats Sum(const io::IoStats& a, const io::IoStats& b) {
+  return {a.blocks_read + b.blocks_read,
+          a.bytes_read + b.bytes_read,
+          a.blocks_written + b.blocks_written,
+          a.bytes_written + b.bytes_written,
+          a.read_ops + b.read_ops,
+          a.write_ops + b.write_ops,
+          a.submissions + b.submissions,
+          a.syncs + b.syncs,
+          a.wait_ns + b.wait_ns};
+}
+
 }  // namespace
 
 class Table::Impl {
@@ -181,7 +197,8 @@ class Table::Impl {
             std::make_unique<internal::DeferredDevice>(files_.stash.get())),
         buffer_device_(
             std::make_unique<internal::DeferredDevice>(files_.buffer.get())),
-        wal_(files_.wal.get()),
+        wal_{internal::WalWriter(files_.wal[0].get()),
+             internal::WalWriter(files_.wal[1].get())},
         stash_log_(stash_device_.get(), sb.stash_epoch, sb.stash_blocks),
         buffer_log_(buffer_device_.get(), sb.buffer_epoch, sb.buffer_blocks),
         // A table in memory has no block to save a read of.
@@ -195,8 +212,9 @@ class Table::Impl {
   // Close ends the in-place writes; a table never closed (a failed Open)
   // ends them here.
   ~Impl() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    if (in_place_ != nullptr && in_place_->thread.joinable()) {
-      in_place_->thread.join();
+    if (checkpoint_writes_ != nullptr &&
+        checkpoint_writes_->thread.joinable()) {
+      checkpoint_writes_->thread.join();
     }
   }
 
@@ -215,8 +233,7 @@ class Table::Impl {
   absl::Status LoadStashAndBuffer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     RT_RETURN_IF_ERROR(
         LoadCopy(*stash_device_, stash_log_, "stash copy", stash_));
-    return LoadCopy(*buffer_device_, buffer_log_, "write buffer copy",
-                    buffer_);
+    return LoadCopy(*buffer_device_, buffer_log_, "write buffer copy", buffer_);
   }
 
   // Fills `records` from `copy` (on `device`, named `what` in errors),
@@ -225,9 +242,9 @@ class Table::Impl {
   absl::Status LoadCopy(io::BlockDevice& device, internal::StashLog& copy,
                         std::string_view what, internal::Stash& records)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    RT_ASSIGN_OR_RETURN(auto live, internal::StashLog::Load(
-                                       device, copy.epoch(), copy.blocks(),
-                                       what));
+    RT_ASSIGN_OR_RETURN(
+        auto live,
+        internal::StashLog::Load(device, copy.epoch(), copy.blocks(), what));
     for (auto& [key, value] : live) {
       const uint64_t h = Hash(key);
       records.Add(mapping_.FindBucket(h), h, Record{key, std::move(value)});
@@ -295,9 +312,10 @@ class Table::Impl {
       // process.
       if (!in_memory_) {
         EncodeOps(ops, &log_record_);
-        wal_.NoteDurable(durable_seq_.load(std::memory_order_acquire));
-        RT_RETURN_IF_ERROR(Fail(wal_.Append(log_record_)));
-        applied_seq_ = seq = wal_.next_seq() - 1;
+        internal::WalWriter& wal = wal_[log_];
+        wal.NoteDurable(durable_seq_.load(std::memory_order_acquire));
+        RT_RETURN_IF_ERROR(Fail(wal.Append(log_record_)));
+        applied_seq_ = seq = wal.next_seq() - 1;
         logged_seq_.store(seq, std::memory_order_release);
         internal::KillPoint("write: logged");
       }
@@ -312,7 +330,9 @@ class Table::Impl {
   // at a time syncs the log, covering every record logged before its sync
   // began; writers queued behind it whose records that sync covered return
   // without a sync of their own. Runs outside the writer lock, so that
-  // writers append while a sync is in flight.
+  // writers append while a sync is in flight. While a checkpoint's journal
+  // is being written, the log file the writers left is synced too: until
+  // the journal is durable, its records are theirs only copy.
   absl::Status SyncThrough(uint64_t seq) ABSL_LOCKS_EXCLUDED(mu_, sync_mu_) {
     absl::Status s;
     {
@@ -324,8 +344,16 @@ class Table::Impl {
       if (closed_for_sync_) {
         return absl::FailedPreconditionError("table is closed");
       }
-      const uint64_t target = logged_seq_.load(std::memory_order_acquire);
-      s = files_.wal->Sync();
+      uint64_t target;
+      std::array<io::BlockDevice*, 2> logs;
+      {
+        MutexLock log_lock(&log_mu_);
+        target = logged_seq_.load(std::memory_order_acquire);
+        logs = sync_logs_;
+      }
+      for (io::BlockDevice* log : logs) {
+        if (s.ok() && log != nullptr) s = log->Sync();
+      }
       if (s.ok()) {
         durable_seq_.store(target, std::memory_order_release);
         return s;
@@ -442,9 +470,8 @@ class Table::Impl {
     if (const internal::Stash::List* list = buffer_.ListOf(b)) {
       absl::flat_hash_set<std::string_view> buffered;
       for (const Record& r : *list) buffered.insert(r.key);
-      std::erase_if(*out, [&](const Record& r) {
-        return buffered.contains(r.key);
-      });
+      std::erase_if(*out,
+                    [&](const Record& r) { return buffered.contains(r.key); });
       out->insert(out->end(), list->begin(), list->end());
     }
     return absl::OkStatus();
@@ -638,7 +665,7 @@ class Table::Impl {
     }
     // In-place writes still running (after a failure) end before their
     // files close.
-    const absl::Status in_place = FinishInPlace();
+    const absl::Status in_place = FinishCheckpointWrites();
     if (s.ok() && error_.ok()) s = in_place;
     blocks_.reset();
     stash_device_.reset();
@@ -650,7 +677,7 @@ class Table::Impl {
   TableStats GetStats() const {
     ReaderMutexLock lock(&mu_);
     // The physical ledgers count the last checkpoint's in-place writes.
-    if (in_place_ != nullptr) in_place_->Wait();
+    if (checkpoint_writes_ != nullptr) checkpoint_writes_->Wait();
     TableStats st;
     st.buckets = mapping_.num_buckets();
     st.records = record_count_;
@@ -667,9 +694,9 @@ class Table::Impl {
                      (static_cast<double>(payload_) * mapping_.num_buckets());
     if (block_records_ != 0) {
       st.utilization = std::max(
-          st.utilization, static_cast<double>(record_count_) /
-                              (static_cast<double>(block_records_) *
-                               mapping_.num_buckets()));
+          st.utilization,
+          static_cast<double>(record_count_) /
+              (static_cast<double>(block_records_) * mapping_.num_buckets()));
     }
     st.logical = logical_;
     st.logical.get_reads = logical_get_reads_.load();
@@ -681,7 +708,7 @@ class Table::Impl {
       st.held_blocks = blocks_->held().size() + stash_device_->held().size() +
                        buffer_device_->held().size();
     }
-    st.wal_bytes = wal_.bytes();
+    st.wal_bytes = wal_[log_].bytes();
     st.checkpoints = checkpoints_;
     st.recovered_records = recovered_records_;
     st.recovered_journal = recovered_journal_;
@@ -689,7 +716,7 @@ class Table::Impl {
     if (files_.blocks) {
       st.physical_blocks = files_.blocks->stats();
       st.physical_stash = files_.stash->stats();
-      st.physical_wal = files_.wal->stats();
+      st.physical_wal = Sum(files_.wal[0]->stats(), files_.wal[1]->stats());
       st.physical_journal = files_.journal->stats();
       st.physical_buffer = files_.buffer->stats();
     }
@@ -802,7 +829,7 @@ class Table::Impl {
   // Writes the initial state of a new table: s0 empty blocks, an empty stash
   // copy, the first superblock, an empty log.
   absl::Status Format() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    RT_RETURN_IF_ERROR(wal_.Start(1));
+    RT_RETURN_IF_ERROR(StartLog(log_, /*left_uncovered=*/false));
     RT_RETURN_IF_ERROR(blocks_->Resize(kHeaderBlocks + sb_.num_buckets));
     for (uint64_t b = 0; b < sb_.num_buckets; ++b) {
       internal::EncodedBlock(work_.span()).Init(b);
@@ -843,30 +870,60 @@ class Table::Impl {
     }
     RT_RETURN_IF_ERROR(blocks_->Resize(kHeaderBlocks + sb_.num_buckets));
     RT_RETURN_IF_ERROR(LoadStashAndBuffer());
-    RT_ASSIGN_OR_RETURN(
-        const internal::WalReplay replay,
-        internal::ReplayWal(*files_.wal, sb_.wal_seq,
-                            [&](uint64_t seq, std::string_view record)
-                                ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-                                  RT_ASSIGN_OR_RETURN(auto ops,
-                                                      DecodeOps(record, seq));
-                                  return Apply(ops);
-                                }));
-    recovered_records_ = replay.records;
-    applied_seq_ = replay.last_seq;
+    // The log's two files, the one whose first record is older first (a
+    // file with no whole first record last): the checkpoint that moved the
+    // writers to the newer one may not have been durable.
+    std::array<std::optional<uint64_t>, 2> first;
+    for (int i = 0; i < 2; ++i) {
+      RT_ASSIGN_OR_RETURN(first[i], internal::FirstWalSeq(*files_.wal[i]));
+    }
+    const int older =
+        first[0].has_value() && (!first[1].has_value() || *first[0] < *first[1])
+            ? 0
+            : 1;
+    uint64_t replayed = 0;
+    internal::WalReplay last{};
+    int last_file = -1;  // the file of the last record replayed
+    bool from_older = false;
+    for (const int i : {older, older ^ 1}) {
+      RT_ASSIGN_OR_RETURN(
+          const internal::WalReplay replay,
+          internal::ReplayWal(
+              *files_.wal[i], last_file < 0 ? sb_.wal_seq : last.last_seq,
+              [&](uint64_t seq, std::string_view record)
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                    RT_ASSIGN_OR_RETURN(auto ops, DecodeOps(record, seq));
+                    return Apply(ops);
+                  }));
+      if (last_file < 0 || replay.records > 0) {
+        if (replay.records > 0 && i == older && first[older ^ 1]) {
+          from_older = true;
+        }
+        last = replay;
+        last_file = i;
+      }
+      replayed += replay.records;
+    }
+    recovered_records_ = replayed;
+    applied_seq_ = last.last_seq;
     logged_seq_.store(applied_seq_, std::memory_order_release);
     durable_seq_.store(applied_seq_, std::memory_order_release);
+    log_ = last_file;
     if (!options_.read_only) {
-      if (journal) {
+      if (journal || from_older) {
         // The replayed writes are checkpointed at once, so that the next
-        // open reads no journal and replays nothing.
+        // open reads no journal and replays nothing (and no later
+        // checkpoint empties a log file whose records the superblock does
+        // not cover yet).
         RT_RETURN_IF_ERROR(CheckpointLocked(/*complete=*/true));
-      } else if (replay.records > 0) {
+      } else if (replayed > 0) {
         // The replayed writes stay held, covered by the log's records: the
-        // log continues after its last whole record.
-        RT_RETURN_IF_ERROR(wal_.Resume(replay.bytes, applied_seq_ + 1));
+        // log continues after its last whole record, in its file.
+        RT_RETURN_IF_ERROR(wal_[log_].Resume(last.bytes, applied_seq_ + 1));
+        MutexLock log_lock(&log_mu_);
+        sync_logs_ = {files_.wal[log_].get(), nullptr};
       } else {
-        RT_RETURN_IF_ERROR(wal_.Start(applied_seq_ + 1));
+        RT_RETURN_IF_ERROR(StartLog(log_, /*left_uncovered=*/false));
       }
     }
     recovery_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -1309,11 +1366,15 @@ class Table::Impl {
 
   // Waits for the last checkpoint's in-place writes, if any, and frees
   // their images: returns the writes' status.
-  absl::Status FinishInPlace() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (in_place_ == nullptr) return absl::OkStatus();
-    if (in_place_->thread.joinable()) in_place_->thread.join();
-    const absl::Status s = in_place_->status;
-    in_place_.reset();
+  absl::Status FinishCheckpointWrites() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (checkpoint_writes_ == nullptr) return absl::OkStatus();
+    if (checkpoint_writes_->thread.joinable())
+      checkpoint_writes_->thread.join();
+    const absl::Status s = checkpoint_writes_->status;
+    if (checkpoint_writes_->left_emptied) {
+      log_emptied_[checkpoint_writes_->left_log] = true;
+    }
+    checkpoint_writes_.reset();
     for (const Layer& layer : Layers()) layer.seen->ReleaseFrozen();
     return s;
   }
@@ -1323,12 +1384,12 @@ class Table::Impl {
   // larger (Options::checkpoint_bytes says why).
   absl::Status MaybeCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     // The last checkpoint's in-place writes, once done, free their images.
-    if (in_place_ != nullptr && in_place_->Done()) {
-      RT_RETURN_IF_ERROR(Fail(FinishInPlace()));
+    if (checkpoint_writes_ != nullptr && checkpoint_writes_->Done()) {
+      RT_RETURN_IF_ERROR(Fail(FinishCheckpointWrites()));
     }
     const uint64_t held = blocks_->held_bytes() + stash_device_->held_bytes() +
                           buffer_device_->held_bytes();
-    if (held < HeldLimit() && wal_.bytes() < options_.checkpoint_bytes) {
+    if (held < HeldLimit() && wal_[log_].bytes() < options_.checkpoint_bytes) {
       return absl::OkStatus();
     }
     return Fail(CheckpointLocked(/*complete=*/false));
@@ -1337,13 +1398,16 @@ class Table::Impl {
   // The held blocks of the block file (sealed here) and of the stash copy,
   // and the next superblock, first into the journal, synced: the
   // checkpoint's commit point, after which Open lays the journal over the
-  // files (its superblock is the table's), so the log is emptied. Then the
-  // images in place, their write-back started but not waited for. The
-  // checkpoint is complete (CompleteCheckpoint: the files synced, the
-  // superblock in place) at once when `complete`, else at the next
-  // checkpoint, Sync or Close; until then the journal is its only durable
-  // copy. A crash before the journal is complete leaves the last
-  // checkpoint and the log.
+  // files (its superblock is the table's). Then the images in place, their
+  // write-back started but not waited for. Both run on a thread of their
+  // own (CheckpointWrites) while the writers go on, logging to the other
+  // log file: the one they leave is emptied only by the next checkpoint,
+  // which waits for this one's thread first. The checkpoint is complete
+  // (CompleteCheckpoint: the files synced, the superblock in place) at once
+  // when `complete` (the writers then stay in their log file, emptied),
+  // else at the next checkpoint, Sync or Close; until then the journal is
+  // its only durable copy. A crash before the journal is complete leaves
+  // the last checkpoint and both log files.
   absl::Status CheckpointLocked(bool complete)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     // The journal is about to be overwritten: the checkpoint it holds must
@@ -1361,10 +1425,11 @@ class Table::Impl {
     next.buffer_blocks = buffer_log_.blocks();
     next.wal_seq = applied_seq_;
     ++next.sequence;
-    io::AlignedBuffer superblock(block_size());
-    internal::EncodeSuperblock(next, superblock.span());
 
-    std::vector<internal::JournalEntry> entries;
+    auto job = std::make_unique<CheckpointWrites>();
+    job->journal = files_.journal.get();
+    job->sequence = next.sequence;
+    std::vector<internal::JournalEntry>& entries = job->entries;
     for (auto& [block, bytes] : blocks_->held()) {
       // Superblock images held from a replayed journal are superseded.
       if (block < kHeaderBlocks) continue;
@@ -1377,19 +1442,15 @@ class Table::Impl {
     for (const auto& [block, bytes] : buffer_device_->held()) {
       entries.push_back({kBufferFileId, block, bytes.span()});
     }
-    const size_t in_place = entries.size();
-    entries.push_back({kBlocksFileId, next.slot(), superblock.span()});
-    RT_RETURN_IF_ERROR(
-        internal::WriteJournal(*files_.journal, next.sequence, entries));
-    internal::KillPoint("checkpoint: journal synced");
+    job->superblock = io::AlignedBuffer(block_size());
+    internal::EncodeSuperblock(next, job->superblock.span());
+    entries.push_back({kBlocksFileId, next.slot(), job->superblock.span()});
 
-    // In place: each file grown to its new size here, then its images
-    // written and their write-back started by a thread of their own
-    // (InPlaceWrites), while the writers go on. Until it is done the
-    // deferred devices keep the images, frozen, for reads.
+    // Each file grown to its new size here; the journal, then the images in
+    // place, by the thread. Until it is done the deferred devices keep the
+    // images, frozen, for reads.
     Pending pending;
     pending.superblock = next;
-    auto job = std::make_unique<InPlaceWrites>();
     for (const Layer& layer : Layers()) {
       const uint64_t size = layer.seen->num_blocks();
       pending.sizes[layer.id] = size;
@@ -1398,7 +1459,7 @@ class Table::Impl {
       }
       job->files[layer.id] = layer.file;
     }
-    for (size_t i = 0; i < in_place; ++i) {
+    for (size_t i = 0; i + 1 < entries.size(); ++i) {
       job->writes[entries[i].file].push_back(
           {entries[i].block, entries[i].bytes});
     }
@@ -1409,17 +1470,54 @@ class Table::Impl {
         cache_.Insert(block - kHeaderBlocks, bytes.span());
       }
     }
+    if (!complete) {
+      job->left_log = log_;
+      job->left_file = files_.wal[log_].get();
+      RT_RETURN_IF_ERROR(StartLog(log_ ^ 1, /*left_uncovered=*/true));
+    }
+    // Once the journal is durable, the log file the writers left needs no
+    // sync.
+    job->journal_durable = [this] {
+      MutexLock log_lock(&log_mu_);
+      sync_logs_[1] = nullptr;
+    };
     // What lies past the files' new ends stays until the checkpoint is
     // complete; the deferred devices read it as zeros meanwhile.
     for (const Layer& layer : Layers()) layer.seen->Freeze();
-    in_place_ = std::move(job);
-    in_place_->Start();
+    checkpoint_writes_ = std::move(job);
+    checkpoint_writes_->Start();
     pending_ = pending;
     sb_ = next;
     ++checkpoints_;
-    RT_RETURN_IF_ERROR(wal_.Start(applied_seq_ + 1));
-    return complete ? CompleteCheckpoint(/*rewrite_journal=*/true)
-                    : absl::OkStatus();
+    if (!complete) return absl::OkStatus();
+    RT_RETURN_IF_ERROR(CompleteCheckpoint(/*rewrite_journal=*/true));
+    return StartLog(log_, /*left_uncovered=*/false);
+  }
+
+  // Empties log file `index` for the records after applied_seq_ and moves
+  // the writers to it. `left_uncovered`: the file they leave holds records
+  // that no durable checkpoint covers yet (the journal that will is being
+  // written), so syncs cover it too until the journal is durable, and the
+  // durable mark stays where the syncs left it. The emptied file must then
+  // be empty on disk too (synced here unless the last checkpoint's thread
+  // emptied and synced it): a power loss that undid the cut could leave
+  // older records at its start, before new ones with higher durable marks,
+  // and recovery would take it for the older file.
+  absl::Status StartLog(int index, bool left_uncovered)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const uint64_t durable = left_uncovered
+                                 ? durable_seq_.load(std::memory_order_acquire)
+                                 : applied_seq_;
+    RT_RETURN_IF_ERROR(wal_[index].Start(applied_seq_ + 1, durable));
+    if (left_uncovered && !log_emptied_[index]) {
+      RT_RETURN_IF_ERROR(files_.wal[index]->Sync());
+    }
+    log_emptied_[index] = false;
+    MutexLock log_lock(&log_mu_);
+    sync_logs_ = {files_.wal[index].get(),
+                  left_uncovered ? files_.wal[log_].get() : nullptr};
+    log_ = index;
+    return absl::OkStatus();
   }
 
   // Completes the checkpoint written in place, if one is pending: the
@@ -1433,7 +1531,7 @@ class Table::Impl {
   // finds this journal newer, and lays the newest superblock over it again.
   absl::Status CompleteCheckpoint(bool rewrite_journal)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    RT_RETURN_IF_ERROR(FinishInPlace());
+    RT_RETURN_IF_ERROR(FinishCheckpointWrites());
     if (!pending_) return absl::OkStatus();
     const Superblock done = pending_->superblock;
     for (const Layer& layer : Layers()) {
@@ -1472,7 +1570,12 @@ class Table::Impl {
   std::unique_ptr<internal::DeferredDevice> blocks_;
   std::unique_ptr<internal::DeferredDevice> stash_device_;
   std::unique_ptr<internal::DeferredDevice> buffer_device_;
-  internal::WalWriter wal_ ABSL_GUARDED_BY(mu_);
+  // The log's two files (kWalFiles); the writers append to wal_[log_].
+  std::array<internal::WalWriter, 2> wal_ ABSL_GUARDED_BY(mu_);
+  int log_ ABSL_GUARDED_BY(mu_) = 0;
+  // Log files known to be empty on disk (emptied and synced by a
+  // checkpoint's thread, and not written since).
+  std::array<bool, 2> log_emptied_ ABSL_GUARDED_BY(mu_){};
   internal::StashLog stash_log_ ABSL_GUARDED_BY(mu_);
   internal::StashLog buffer_log_ ABSL_GUARDED_BY(mu_);
   // Options::write_buffer_bytes; 0 in memory. Puts of keys whose block is
@@ -1521,6 +1624,14 @@ class Table::Impl {
   absl::Status sync_error_ ABSL_GUARDED_BY(sync_mu_);
   // Set by Close, which releases the log.
   bool closed_for_sync_ ABSL_GUARDED_BY(sync_mu_) = false;
+  // What a sync covers: the log file the writers append to, and the one
+  // they left while the journal of the checkpoint that covers it is being
+  // written (else null). Changed with the last logged record's number
+  // fixed, so that a sync reads both together: by the writer (under mu_)
+  // and the checkpoint's thread. Taken after mu_ and sync_mu_, and nothing
+  // is taken under it.
+  Mutex log_mu_;
+  std::array<io::BlockDevice*, 2> sync_logs_ ABSL_GUARDED_BY(log_mu_){};
   // A checkpoint whose journal is synced and whose images were written in
   // place, not yet synced there (CheckpointLocked): its superblock, and
   // each file's size in blocks, by file id.
@@ -1529,14 +1640,27 @@ class Table::Impl {
     std::array<uint64_t, 3> sizes{};
   };
   std::optional<Pending> pending_ ABSL_GUARDED_BY(mu_);
-  // A checkpoint's in-place writes, on a thread of their own: each file's
-  // images written and their write-back started. The images are the frozen
-  // blocks of the deferred devices, unchanged until FinishInPlace.
-  struct InPlaceWrites {
+  // A checkpoint's writes, on a thread of their own: the journal, synced,
+  // then each file's images in place and their write-back started. The
+  // images are the frozen blocks of the deferred devices, unchanged until
+  // FinishCheckpointWrites.
+  struct CheckpointWrites {
+    io::BlockDevice* journal = nullptr;
+    uint64_t sequence = 0;
+    // The images, then the superblock.
+    std::vector<internal::JournalEntry> entries;
+    io::AlignedBuffer superblock;
+    std::function<void()> journal_durable;  // called once it is
+    // The log file the writers left (index, device), if they did: emptied
+    // and synced once the journal is durable, so that the next checkpoint
+    // moves the writers to an empty file with no sync of its own.
+    int left_log = 0;
+    io::BlockDevice* left_file = nullptr;
+    bool left_emptied = false;
     std::array<io::BlockDevice*, 3> files{};
     std::array<std::vector<io::WriteRequest>, 3> writes;
     std::thread thread;
-    absl::Status status;           // written by the thread before `done`
+    absl::Status status;  // written by the thread before `done`
     std::atomic<bool> done{false};
     // On a thread of their own, or here when no thread can be had.
     void Start() {
@@ -1552,6 +1676,14 @@ class Table::Impl {
       done.notify_all();
     }
     absl::Status WriteAll() {
+      RT_RETURN_IF_ERROR(internal::WriteJournal(*journal, sequence, entries));
+      internal::KillPoint("checkpoint: journal synced");
+      journal_durable();
+      if (left_file != nullptr) {
+        RT_RETURN_IF_ERROR(left_file->Resize(0));
+        RT_RETURN_IF_ERROR(left_file->Sync());
+        left_emptied = true;
+      }
       for (size_t id = 0; id < files.size(); ++id) {
         RT_RETURN_IF_ERROR(files[id]->WriteBatch(writes[id]));
         internal::KillPoint("checkpoint: written in place");
@@ -1562,7 +1694,7 @@ class Table::Impl {
     bool Done() const { return done.load(std::memory_order_acquire); }
     void Wait() const { done.wait(false, std::memory_order_acquire); }
   };
-  std::unique_ptr<InPlaceWrites> in_place_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<CheckpointWrites> checkpoint_writes_ ABSL_GUARDED_BY(mu_);
   uint64_t checkpoints_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t recovered_records_ ABSL_GUARDED_BY(mu_) = 0;
   bool recovered_journal_ ABSL_GUARDED_BY(mu_) = false;
@@ -1810,8 +1942,7 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
       return mismatch("block_size", sb.block_size, options.block_size);
     }
     if (sb.block_records != options.block_records) {
-      return mismatch("block_records", sb.block_records,
-                      options.block_records);
+      return mismatch("block_records", sb.block_records, options.block_records);
     }
     if (sb.s0 != options.s0) return mismatch("s0", sb.s0, options.s0);
     if (sb.epsilon != options.epsilon) {
@@ -1850,13 +1981,15 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
   if (wal.backend == io::Backend::kAuto && !wal.direct_io) {
     wal.backend = io::Backend::kMmap;
   }
-  RT_ASSIGN_OR_RETURN(files.wal, open(kWalFile, wal));
+  for (int i = 0; i < 2; ++i) {
+    RT_ASSIGN_OR_RETURN(files.wal[i], open(kWalFiles[i], wal));
+  }
   RT_ASSIGN_OR_RETURN(files.journal, open(kJournalFile, aux));
   if (!exists) {
     // Whatever an earlier creation cut short left behind is discarded.
     for (io::BlockDevice* file :
-         {files.blocks.get(), files.stash.get(), files.wal.get(),
-          files.journal.get(), files.buffer.get()}) {
+         {files.blocks.get(), files.stash.get(), files.wal[0].get(),
+          files.wal[1].get(), files.journal.get(), files.buffer.get()}) {
       RT_RETURN_IF_ERROR(file->Resize(0));
     }
   }
@@ -1918,8 +2051,8 @@ uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes,
 
 absl::Status DestroyTable(const std::string& path) {
   for (const char* file :
-       {kBlocksFile, kNewBlocksFile, kStashFile, kWalFile, kJournalFile,
-        kBufferFile}) {
+       {kBlocksFile, kNewBlocksFile, kStashFile, kWalFiles[0], kWalFiles[1],
+        kJournalFile, kBufferFile}) {
     const std::string p = Join(path, file);
     if (unlink(p.c_str()) != 0 && errno != ENOENT) {
       return absl::Status(absl::ErrnoToStatusCode(errno),

@@ -45,7 +45,7 @@ struct Options {
   // 2 s0 - 1 blocks: for blocks of a few dozen records SuggestedS0 (below)
   // grows nearly twice as cheaply for about the same stash.
   uint64_t s0 = 32;
-  double epsilon = 0.1;        // free fraction kept in the blocks, (0, 0.5]
+  double epsilon = 0.1;  // free fraction kept in the blocks, (0, 0.5]
   uint64_t hash_seed = 0x726f756e64746162;  // XXH3 seed of the keys
   // The most records a block holds; 0: as many as its bytes take. With a
   // limit the table also keeps the record count within (1 - epsilon) of
@@ -66,7 +66,8 @@ struct Options {
   // and Close. The log bounds recovery's replay; the held blocks may take
   // as much memory as the cache (or checkpoint_bytes) besides it, and the
   // last checkpoint's blocks stay in memory too until a thread of its own
-  // has written them in place (while the writers go on). A checkpoint
+  // has written them to the journal and in place (while the writers go on,
+  // logging to the log's other file). A checkpoint
   // writes every held block twice (journal, then in place), so
   // random updates spread over a large table cost far less when many land
   // on each block between checkpoints: a cache large enough for the table
@@ -156,7 +157,7 @@ struct TableStats {
   // limit, the larger of that and records over m * block_records.
   double utilization = 0;
   LogicalLedger logical;
-  uint64_t cache_hits = 0;    // block reads the cache answered
+  uint64_t cache_hits = 0;  // block reads the cache answered
   // Block reads answered by a block held since the last checkpoint (held
   // blocks are kept out of the cache until the checkpoint moves them in).
   uint64_t held_hits = 0;
@@ -173,7 +174,7 @@ struct TableStats {
   uint64_t recovery_ns = 0;
   io::IoStats physical_blocks;   // the block file
   io::IoStats physical_stash;    // the stash copy
-  io::IoStats physical_wal;      // the write-ahead log
+  io::IoStats physical_wal;      // the write-ahead log (both its files)
   io::IoStats physical_journal;  // the checkpoint journal
   io::IoStats physical_buffer;   // the write buffer's copy
 };
@@ -242,8 +243,8 @@ class Table {
 
   // The layout stored in the table at `path` (block size, record limit, s0,
   // epsilon, hash seed), with the other fields at their defaults: what a
-  // tool that did not create the table passes to Open. NotFound when there is no table;
-  // DataLoss or FailedPrecondition as Open.
+  // tool that did not create the table passes to Open. NotFound when there is
+  // no table; DataLoss or FailedPrecondition as Open.
   static absl::StatusOr<Options> ReadLayout(const std::string& path);
 
   // Closes the table if Close was not called, ignoring errors.
@@ -344,8 +345,7 @@ class Table {
 // than the arcs, and every grow rewrites s0 to 2 s0 - 1 blocks. 4 for
 // 16-byte keys and 100-byte values in 4 KiB blocks; 32 (the default) from
 // 1024 records a block.
-uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes,
-                     size_t value_bytes);
+uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes, size_t value_bytes);
 
 // Removes the table's files and its directory (if then empty). OK when
 // nothing is there.

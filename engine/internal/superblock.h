@@ -15,7 +15,7 @@
 namespace roundtable::internal {
 
 inline constexpr uint32_t kSuperblockMagic = 0x42535452;  // "RTSB"
-inline constexpr uint32_t kFormatVersion = 6;
+inline constexpr uint32_t kFormatVersion = 7;
 // Superblocks occupy blocks 0 and 1; bucket b is block b + kHeaderBlocks.
 inline constexpr uint64_t kHeaderBlocks = 2;
 

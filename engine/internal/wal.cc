@@ -32,14 +32,13 @@ WalWriter::WalWriter(io::BlockDevice* device)
       block_size_(device->block_size()),
       stage_(device->block_size()) {}
 
-absl::Status WalWriter::Start(uint64_t next_seq) {
+absl::Status WalWriter::Start(uint64_t next_seq, uint64_t durable_seq) {
   RT_RETURN_IF_ERROR(device_->Resize(0));
   std::memset(stage_.data(), 0, stage_.size());
   tail_block_ = 0;
   tail_fill_ = 0;
   next_seq_ = next_seq;
-  // What went before is covered by the checkpoint that restarted the log.
-  durable_seq_ = next_seq - 1;
+  durable_seq_ = durable_seq;
   bytes_ = 0;
   unsynced_ = true;
   return absl::OkStatus();
@@ -57,8 +56,8 @@ absl::Status WalWriter::Resume(uint64_t end, uint64_t next_seq) {
   }
   RT_RETURN_IF_ERROR(device_->Resize(blocks));
   if (tail_fill_ > 0) {
-    RT_RETURN_IF_ERROR(device_->Write(
-        tail_block_, stage_.span().subspan(0, block_size_)));
+    RT_RETURN_IF_ERROR(
+        device_->Write(tail_block_, stage_.span().subspan(0, block_size_)));
   }
   RT_RETURN_IF_ERROR(device_->Sync());
   next_seq_ = next_seq;
@@ -120,6 +119,26 @@ absl::Status WalWriter::Sync() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::optional<uint64_t>> FirstWalSeq(io::BlockDevice& device) {
+  const uint32_t bs = device.block_size();
+  const uint64_t blocks = device.num_blocks();
+  if (blocks == 0) return std::nullopt;
+  io::AlignedBuffer first(bs);
+  RT_RETURN_IF_ERROR(device.Read(0, first.span()));
+  const char* header = reinterpret_cast<const char*>(first.data());
+  const uint64_t length = GetFixed32(header);
+  const uint64_t size = kWalHeaderBytes + length;
+  if (size > blocks * bs) return std::nullopt;
+  io::AlignedBuffer record(bs * ((size + bs - 1) / bs));
+  RT_RETURN_IF_ERROR(device.Read(0, record.span()));
+  const char* r = reinterpret_cast<const char*>(record.data());
+  const std::string_view payload(r + kWalHeaderBytes, length);
+  if (RecordChecksum(r, payload) != GetFixed64(r + kChecksumAt)) {
+    return std::nullopt;
+  }
+  return GetFixed64(r + 4);
+}
+
 absl::StatusOr<WalReplay> ReplayWal(
     io::BlockDevice& device, uint64_t after_seq,
     const std::function<absl::Status(uint64_t, std::string_view)>& fn) {
@@ -168,7 +187,9 @@ absl::StatusOr<WalReplay> ReplayWal(
   // record was synced: then a synced record was damaged.
   RT_RETURN_IF_ERROR(fill(SIZE_MAX).status());
   const uint64_t expected = replay.last_seq + 1;
-  for (size_t o = 1; o + kWalHeaderBytes <= window.size(); ++o) {
+  // From the record where reading stopped: one whole but out of sequence
+  // (a log that follows a damaged one) counts too.
+  for (size_t o = 0; o + kWalHeaderBytes <= window.size(); ++o) {
     const char* header = window.data() + o;
     const uint64_t seq = GetFixed64(header + 4);
     if (seq <= expected || GetFixed64(header + 12) < expected) continue;

@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -47,8 +48,10 @@ class WalWriter {
   // Start cuts the device and begins at block 0.
   explicit WalWriter(io::BlockDevice* device);
 
-  // Empties the log; the next record appended must carry `next_seq`.
-  absl::Status Start(uint64_t next_seq);
+  // Empties the log; the next record appended must carry `next_seq`, and
+  // the durable mark starts at `durable_seq` (records up to it are synced,
+  // in this log or another, or covered by a durable checkpoint).
+  absl::Status Start(uint64_t next_seq, uint64_t durable_seq);
 
   // Continues the log after its first `end` bytes, the records a replay
   // found whole, the last of them numbered next_seq - 1: cuts what follows
@@ -100,6 +103,10 @@ struct WalReplay {
 // error, unless a whole record further on carries a durable mark that covers
 // the record where it stopped: then DataLoss. An error from fn, or a read
 // error, is returned.
+// The number of the log's first record, if it is whole (nullopt for an
+// empty log or a damaged first record).
+absl::StatusOr<std::optional<uint64_t>> FirstWalSeq(io::BlockDevice& device);
+
 absl::StatusOr<WalReplay> ReplayWal(
     io::BlockDevice& device, uint64_t after_seq,
     const std::function<absl::Status(uint64_t, std::string_view)>& fn);

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -56,7 +57,7 @@ struct Shape {
   uint64_t s0;
   double epsilon;
   io::Backend backend;
-  uint64_t cache_blocks;  // block cache size in blocks (0: none)
+  uint64_t cache_blocks;       // block cache size in blocks (0: none)
   uint32_t block_records = 0;  // Options::block_records
   // Options::write_buffer_bytes; -1: the default (which these tables never
   // fill, so only Flush drains it).
@@ -309,10 +310,10 @@ Options SmallBlocksBuffered(uint64_t bytes) {
 }
 
 TEST(TableTest, SuggestedS0FollowsTheSquareRootOfTheRecordsPerBlock) {
-  EXPECT_EQ(SuggestedS0(4096, 16, 100), 4u);   // 33 records a block
-  EXPECT_EQ(SuggestedS0(4096, 16, 1000), 4u);  // 3
-  EXPECT_EQ(SuggestedS0(65536, 8, 8), 32u);    // 2977
-  EXPECT_EQ(SuggestedS0(4096, 16, 0), 8u);     // 184
+  EXPECT_EQ(SuggestedS0(4096, 16, 100), 4u);    // 33 records a block
+  EXPECT_EQ(SuggestedS0(4096, 16, 1000), 4u);   // 3
+  EXPECT_EQ(SuggestedS0(65536, 8, 8), 32u);     // 2977
+  EXPECT_EQ(SuggestedS0(4096, 16, 0), 8u);      // 184
   EXPECT_EQ(SuggestedS0(65536, 16, 100), 16u);  // 543
   for (uint32_t bs = 512; bs <= 65536; bs *= 2) {
     uint64_t last = 32;
@@ -424,11 +425,11 @@ TEST(TableTest, BufferedPutsReadNoBlockAndADrainAppliesManyAtOnce) {
   // would drain at once (BucketsThatFillABlockDrainAtOnce).
   const int n = 200;
   for (int i = 0; i < n; ++i) {
-    ASSERT_TRUE(table->Put("k" + std::to_string(i), "v" + std::to_string(i))
-                    .ok());
+    ASSERT_TRUE(
+        table->Put("k" + std::to_string(i), "v" + std::to_string(i)).ok());
   }
-  ASSERT_TRUE(table->Put("old", "new").ok());  // replaces a stored record
-  ASSERT_TRUE(table->Delete("gone").ok());     // and one that was stored
+  ASSERT_TRUE(table->Put("old", "new").ok());   // replaces a stored record
+  ASSERT_TRUE(table->Delete("gone").ok());      // and one that was stored
   ASSERT_TRUE(table->Put("k7", "again").ok());  // replaces a buffered put
   ASSERT_TRUE(table->Delete("k8").ok());        // drops a buffered put
   const TableStats buffered = table->GetStats();
@@ -443,8 +444,7 @@ TEST(TableTest, BufferedPutsReadNoBlockAndADrainAppliesManyAtOnce) {
   EXPECT_EQ(*table->Get("old"), "new");
   EXPECT_TRUE(absl::IsNotFound(table->Get("k8").status()));
   EXPECT_TRUE(absl::IsNotFound(table->Get("gone").status()));
-  EXPECT_EQ(table->GetStats().logical.get_reads,
-            buffered.logical.get_reads + 2)
+  EXPECT_EQ(table->GetStats().logical.get_reads, buffered.logical.get_reads + 2)
       << "the buffered keys read no block";
   ASSERT_TRUE(table->Check().ok()) << table->Check();
 
@@ -508,9 +508,13 @@ class Gate {
     std::lock_guard<std::mutex> lock(mu_);
     return timed_out_;
   }
-  // Syncs of the journal: each is a checkpoint's commit point.
-  void NoteJournalSync() { journal_syncs_.fetch_add(1); }
-  int journal_syncs() const { return journal_syncs_.load(); }
+  // Writes and syncs of each log file and of the journal (each sync of
+  // which is a checkpoint's commit point).
+  void NoteWrite(int file) { writes_[file].fetch_add(1); }
+  void NoteSync(int file) { syncs_[file].fetch_add(1); }
+  int log_writes(int file) const { return writes_[file].load(); }
+  int log_syncs(int file) const { return syncs_[file].load(); }
+  int journal_syncs() const { return syncs_[2].load(); }
 
  private:
   std::mutex mu_;
@@ -518,18 +522,21 @@ class Gate {
   bool open_ = true;
   int waiting_ = 0;
   bool timed_out_ = false;
-  std::atomic<int> journal_syncs_{0};
+  std::array<std::atomic<int>, 3> writes_{}, syncs_{};  // wal, wal.1, journal
 };
 
-// The block file's writes pass the gate; the journal's syncs are counted.
+// The writes of the block file and the journal pass the gate; the writes
+// and syncs of the journal and of each log file are counted.
 class GatedDevice final : public io::BlockDevice {
  public:
-  GatedDevice(std::unique_ptr<io::BlockDevice> inner, Gate* gate,
-              bool journal)
+  // `counted`: the file whose writes and syncs the gate counts, or -1.
+  GatedDevice(std::unique_ptr<io::BlockDevice> inner, Gate* gate, bool gated,
+              int counted)
       : BlockDevice(inner->path()),
         inner_(std::move(inner)),
         gate_(gate),
-        journal_(journal) {}
+        gated_(gated),
+        counted_(counted) {}
   const io::Capabilities& capabilities() const override {
     return inner_->capabilities();
   }
@@ -541,12 +548,19 @@ class GatedDevice final : public io::BlockDevice {
   }
   absl::Status DoWrite(uint64_t block,
                        std::span<const std::byte> buffer) override {
-    if (!journal_) gate_->Pass();
+    if (counted_ >= 0) gate_->NoteWrite(counted_);
+    if (gated_) gate_->Pass();
     return inner_->Write(block, buffer);
+  }
+  absl::Status DoWriteChanged(uint64_t block, std::span<const std::byte> buffer,
+                              size_t begin, size_t end) override {
+    if (counted_ >= 0) gate_->NoteWrite(counted_);
+    if (gated_) gate_->Pass();
+    return inner_->WriteChanged(block, buffer, begin, end);
   }
   absl::Status DoSync() override {
     absl::Status s = inner_->Sync();
-    if (journal_) gate_->NoteJournalSync();
+    if (counted_ >= 0) gate_->NoteSync(counted_);
     return s;
   }
   absl::Status DoResize(uint64_t num_blocks) override {
@@ -556,14 +570,17 @@ class GatedDevice final : public io::BlockDevice {
  private:
   std::unique_ptr<io::BlockDevice> inner_;
   Gate* const gate_;
-  const bool journal_;
+  const bool gated_;
+  const int counted_;
 };
 
-// A checkpoint's in-place writes run beside the writers: while they wait,
-// writes go on, and reads of the blocks being written (no cache here: they
-// come through the block file's deferred device) see the checkpointed
-// bytes, not the file's older ones.
-TEST(TableTest, CheckpointsWriteInPlaceBesideTheWriters) {
+// A checkpoint's journal and in-place writes run beside the writers: while
+// they wait, writes go on (logged to the other log file), reads of the
+// blocks being written (no cache here: they come through the block file's
+// deferred device) see the checkpointed bytes, not the file's older ones,
+// and a synced write syncs both log files, since the journal that covers
+// the one the writers left is not durable yet.
+TEST(TableTest, CheckpointsWriteBesideTheWriters) {
   Gate gate;
   Options o = Posix();
   o.block_size = 1024;
@@ -572,51 +589,94 @@ TEST(TableTest, CheckpointsWriteInPlaceBesideTheWriters) {
   o.open_file = [&gate](const std::string& path, const io::DeviceOptions& d)
       -> absl::StatusOr<std::unique_ptr<io::BlockDevice>> {
     auto device = io::OpenBlockDevice(path, d);
-    // The block file ("blocks", or its name while a new table is made) and
-    // the journal.
+    if (!device.ok()) return device;
+    // The block file ("blocks", or its name while a new table is made),
+    // the journal, the log's two files.
     const std::string name = path.substr(path.rfind('/') + 1);
-    const bool journal = name == "journal";
-    if (!device.ok() || !(journal || absl::StartsWith(name, "blocks"))) {
-      return device;
-    }
-    return std::make_unique<GatedDevice>(*std::move(device), &gate, journal);
+    const int counted = name == "wal"       ? 0
+                        : name == "wal.1"   ? 1
+                        : name == "journal" ? 2
+                                            : -1;
+    const bool gated = name == "journal" || absl::StartsWith(name, "blocks");
+    if (!gated && counted < 0) return device;
+    return std::make_unique<GatedDevice>(*std::move(device), &gate, gated,
+                                         counted);
   };
   const std::string dir = TempDir("inplace");
   auto table = OpenOrDie(o, dir);
   ASSERT_NE(table, nullptr);
   std::map<std::string, std::string> model;
   const int keys = 200;
-  auto put = [&](int i, const std::string& value) {
+  auto put = [&](int i, const std::string& value, bool sync = false) {
     const std::string key = "key" + std::to_string(i % keys);
-    ASSERT_TRUE(table->Put(key, value).ok());
+    WriteOptions w;
+    w.sync = sync;
+    ASSERT_TRUE(table->Put(key, value, w).ok());
     model[key] = value;
   };
   for (int i = 0; i < keys; ++i) put(i, "first");
   ASSERT_TRUE(table->Checkpoint().ok());
 
   gate.Close();
-  const int synced = gate.journal_syncs();
+  const int journal_syncs = gate.journal_syncs();
+  // Puts until one is logged to the second log file: a checkpoint started
+  // and moved the writers there (the checkpoints before stayed in the first
+  // one: they were complete). Its thread then reaches the gate with its
+  // journal.
   int i = 0;
-  for (; gate.journal_syncs() == synced && i < 100000; ++i) {
+  for (; gate.log_writes(1) == 0 && i < 100000; ++i) {
     put(i, "second" + std::to_string(i));
   }
-  ASSERT_GT(gate.journal_syncs(), synced) << "no checkpoint";
-  // Its in-place writes reach the gate.
+  ASSERT_GT(gate.log_writes(1), 0) << "no checkpoint";
   for (int wait = 0; gate.waiting() == 0 && wait < 5000; ++wait) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  ASSERT_GT(gate.waiting(), 0) << "no checkpoint wrote in place";
+  ASSERT_GT(gate.waiting(), 0) << "the checkpoint wrote no journal";
   for (int j = 0; j < 20; ++j) put(i + j, "third" + std::to_string(j));
+  const int log_syncs[2] = {gate.log_syncs(0), gate.log_syncs(1)};
+  put(i + 20, "synced", /*sync=*/true);
+  EXPECT_GT(gate.log_syncs(0), log_syncs[0]);
+  EXPECT_GT(gate.log_syncs(1), log_syncs[1]);
   for (const auto& [key, value] : model) {
     auto got = table->Get(key);
     ASSERT_TRUE(got.ok()) << key << ": " << got.status();
     EXPECT_EQ(*got, value) << key;
   }
+  EXPECT_EQ(gate.journal_syncs(), journal_syncs) << "the journal passed";
   EXPECT_FALSE(gate.timed_out()) << "the writer waited for the writes";
+  // A crash of the process now: the files as they are, with no journal of
+  // this checkpoint. Open replays both log files, the one the writers left
+  // first, and loses nothing.
+  const std::string crashed = dir + "_crash";
+  std::filesystem::remove_all(crashed);
+  std::filesystem::copy(dir, crashed);
+  {
+    Options c = Posix();
+    c.block_size = o.block_size;
+    c.s0 = o.s0;
+    auto copy = OpenOrDie(c, crashed);
+    ASSERT_NE(copy, nullptr);
+    const TableStats st = copy->GetStats();
+    EXPECT_FALSE(st.recovered_journal);
+    // Every write since the last complete checkpoint: the loop's, 20 more
+    // and the synced one.
+    EXPECT_EQ(st.recovered_records, static_cast<uint64_t>(i) + 21);
+    for (const auto& [key, value] : model) {
+      EXPECT_EQ(*copy->Get(key), value) << key;
+    }
+    ASSERT_TRUE(copy->Close().ok());
+  }
+  std::filesystem::remove_all(crashed);
   gate.Open();
 
   ASSERT_TRUE(table->Sync().ok());
   EXPECT_FALSE(gate.timed_out());
+  EXPECT_GT(gate.journal_syncs(), journal_syncs);
+  // Once the journal is durable, a synced write syncs only the writers'
+  // log file.
+  const int after[2] = {gate.log_syncs(0), gate.log_syncs(1)};
+  put(i + 21, "synced again", /*sync=*/true);
+  EXPECT_EQ(gate.log_syncs(0) - after[0] + gate.log_syncs(1) - after[1], 1);
   ASSERT_TRUE(table->Close().ok());
   o.open_file = nullptr;
   table = OpenOrDie(o, dir);
@@ -639,8 +699,8 @@ TEST(TableTest, BucketsThatFillABlockDrainAtOnce) {
   for (int i = 0; i < n; ++i) {
     ASSERT_TRUE(table->Put("key" + std::to_string(i), value).ok());
     const TableStats st = table->GetStats();
-    most_per_bucket = std::max(most_per_bucket,
-                               st.buffered_records / st.buckets);
+    most_per_bucket =
+        std::max(most_per_bucket, st.buffered_records / st.buckets);
   }
   const TableStats st = table->GetStats();
   // Far below the limit, the buffer drained by itself, many puts a drain.
@@ -648,9 +708,9 @@ TEST(TableTest, BucketsThatFillABlockDrainAtOnce) {
   EXPECT_GT(st.logical.buffer_drains, 0u);
   EXPECT_GT(st.records, static_cast<uint64_t>(n) / 2);
   EXPECT_LE(most_per_bucket, per_block);
-  EXPECT_GT(static_cast<double>(st.logical.put_writes) /
-                st.logical.buffer_drains,
-            4.0)
+  EXPECT_GT(
+      static_cast<double>(st.logical.put_writes) / st.logical.buffer_drains,
+      4.0)
       << "puts per drained bucket";
   ASSERT_TRUE(table->Check().ok()) << table->Check();
   ASSERT_TRUE(table->Flush().ok());
@@ -674,8 +734,8 @@ TEST(TableTest, FullBufferDrainsBucketsInASweep) {
   ASSERT_NE(table, nullptr);
   const int n = 20000;
   for (int i = 0; i < n; ++i) {
-    ASSERT_TRUE(table->Put("key" + std::to_string(i), std::string(100, 'a'))
-                    .ok());
+    ASSERT_TRUE(
+        table->Put("key" + std::to_string(i), std::string(100, 'a')).ok());
   }
   ASSERT_TRUE(table->Flush().ok());
   ASSERT_TRUE(table->Checkpoint().ok());
@@ -684,13 +744,14 @@ TEST(TableTest, FullBufferDrainsBucketsInASweep) {
   uint64_t most = 0;
   for (int i = 0; i < n; ++i) {
     const int k = static_cast<int>(rng() % n);
-    ASSERT_TRUE(table->Put("key" + std::to_string(k), std::string(100, 'b'))
-                    .ok());
+    ASSERT_TRUE(
+        table->Put("key" + std::to_string(k), std::string(100, 'b')).ok());
     most = std::max(most, table->GetStats().buffered_bytes);
   }
   const TableStats st = table->GetStats();
   EXPECT_EQ(st.logical.grows, start.logical.grows);
-  const uint64_t drains = st.logical.buffer_drains - start.logical.buffer_drains;
+  const uint64_t drains =
+      st.logical.buffer_drains - start.logical.buffer_drains;
   EXPECT_GT(drains, 0u);
   // The limit counts the records' bytes and their bookkeeping.
   EXPECT_LE(most, o.write_buffer_bytes);
@@ -748,8 +809,8 @@ TEST(TableTest, DrainsThatShrinkTheDataReleaseBuckets) {
   ASSERT_NE(table, nullptr);
   const int n = 400;
   for (int i = 0; i < n; ++i) {
-    ASSERT_TRUE(table->Put("key" + std::to_string(i), std::string(90, 'v'))
-                    .ok())
+    ASSERT_TRUE(
+        table->Put("key" + std::to_string(i), std::string(90, 'v')).ok())
         << i;
   }
   ASSERT_TRUE(table->Flush().ok());
@@ -1171,9 +1232,9 @@ TEST(TableTest, OtherFormatVersionsAreRefused) {
     const std::string before = FileBytes(dir + "/blocks");
     auto s = Table::Open(Posix(), dir);
     EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
-    EXPECT_NE(s.status().message().find(
-                  absl::StrCat("format version ", version)),
-              std::string::npos)
+    EXPECT_NE(
+        s.status().message().find(absl::StrCat("format version ", version)),
+        std::string::npos)
         << s.status();
     EXPECT_EQ(Table::ReadLayout(dir).status().code(),
               absl::StatusCode::kFailedPrecondition);
@@ -1230,7 +1291,8 @@ TEST(TableTest, ConcurrentReadersAndWritersAgree) {
     std::mt19937_64 rng(2);
     while (!done) {
       std::vector<std::string> keys;
-      for (int j = 0; j < 8; ++j) keys.push_back(key(rng() % kWriters, rng() % kKeys));
+      for (int j = 0; j < 8; ++j)
+        keys.push_back(key(rng() % kWriters, rng() % kKeys));
       std::vector<std::string_view> views(keys.begin(), keys.end());
       const auto got = (*table)->MultiGet(views);
       for (size_t j = 0; j < keys.size(); ++j) {

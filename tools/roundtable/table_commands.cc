@@ -33,8 +33,12 @@ uint64_t FileBytes(const std::string& path) {
 }
 
 uint64_t TableBytes(const std::string& dir) {
-  return FileBytes(dir + "/blocks") + FileBytes(dir + "/stash") +
-         FileBytes(dir + "/wal") + FileBytes(dir + "/journal");
+  uint64_t bytes = 0;
+  for (const char* file :
+       {"blocks", "stash", "buffer", "wal", "wal.1", "journal"}) {
+    bytes += FileBytes(dir + "/" + file);
+  }
+  return bytes;
 }
 
 double Seconds(Clock::time_point since) {
@@ -184,13 +188,14 @@ std::string StatsJson(const TableStats& s, uint64_t file_bytes) {
       "\"physical_wal\":%s,\"physical_journal\":%s,"
       "\"physical_write_buffer_copy\":%s}",
       s.buckets, s.records, s.stash_records, s.stash_bytes, s.buffered_records,
-      s.buffered_bytes, s.block_size, s.s0,
-      s.epsilon, s.data_bytes, s.utilization, file_bytes, l.get_reads,
-      l.put_reads, l.put_writes, l.delete_reads, l.delete_writes, l.grow_reads,
-      l.grow_writes, l.shrink_reads, l.shrink_writes, l.stash_copy_writes,
-      l.buffer_drains, l.distribute_drains, l.grows, l.shrinks, s.held_blocks, s.wal_bytes, s.checkpoints,
-      s.recovered_records, s.recovered_journal ? "true" : "false",
-      s.recovery_ns, ledger(s.physical_blocks), ledger(s.physical_stash),
+      s.buffered_bytes, s.block_size, s.s0, s.epsilon, s.data_bytes,
+      s.utilization, file_bytes, l.get_reads, l.put_reads, l.put_writes,
+      l.delete_reads, l.delete_writes, l.grow_reads, l.grow_writes,
+      l.shrink_reads, l.shrink_writes, l.stash_copy_writes, l.buffer_drains,
+      l.distribute_drains, l.grows, l.shrinks, s.held_blocks, s.wal_bytes,
+      s.checkpoints, s.recovered_records,
+      s.recovered_journal ? "true" : "false", s.recovery_ns,
+      ledger(s.physical_blocks), ledger(s.physical_stash),
       ledger(s.physical_wal), ledger(s.physical_journal),
       ledger(s.physical_buffer));
 }
@@ -209,8 +214,8 @@ absl::Status RunStats(const std::string& dir, bool json, std::ostream& out) {
         "s0             %d\nepsilon        %g\nfile bytes     %d\n",
         s.records, s.buckets, s.stash_records,
         s.records ? 100.0 * s.stash_records / s.records : 0.0,
-        s.buffered_records, s.data_bytes,
-        s.utilization, s.block_size, s.s0, s.epsilon, bytes);
+        s.buffered_records, s.data_bytes, s.utilization, s.block_size, s.s0,
+        s.epsilon, bytes);
   }
   return table->Close();
 }

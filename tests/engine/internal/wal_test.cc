@@ -45,7 +45,7 @@ TEST(WalTest, RecordsComeBackInOrder) {
     std::mt19937_64 rng(bs);
     auto device = io::NewMemoryDevice(bs);
     WalWriter wal(device.get());
-    ASSERT_TRUE(wal.Start(1000).ok());
+    ASSERT_TRUE(wal.Start(1000, 999).ok());
     std::vector<std::pair<uint64_t, std::string>> written;
     uint64_t bytes = 0;
     for (uint64_t seq = 1000; seq < 1300; ++seq) {
@@ -71,10 +71,10 @@ TEST(WalTest, RecordsComeBackInOrder) {
 TEST(WalTest, RestartForgetsTheOldLog) {
   auto device = io::NewMemoryDevice(512);
   WalWriter wal(device.get());
-  ASSERT_TRUE(wal.Start(1).ok());
+  ASSERT_TRUE(wal.Start(1, 0).ok());
   for (int i = 0; i < 50; ++i)
     ASSERT_TRUE(wal.Append(std::string(300, 'a')).ok());
-  ASSERT_TRUE(wal.Start(51).ok());
+  ASSERT_TRUE(wal.Start(51, 50).ok());
   ASSERT_TRUE(wal.Append("b").ok());
   ASSERT_TRUE(wal.Append("c").ok());
   const auto got = ReadAll(*device, 50);
@@ -88,7 +88,7 @@ TEST(WalTest, RestartForgetsTheOldLog) {
 TEST(WalTest, ACallbackErrorIsReturned) {
   auto device = io::NewMemoryDevice(512);
   WalWriter wal(device.get());
-  ASSERT_TRUE(wal.Start(1).ok());
+  ASSERT_TRUE(wal.Start(1, 0).ok());
   ASSERT_TRUE(wal.Append("x").ok());
   auto replay = ReplayWal(*device, 0, [](uint64_t, std::string_view) {
     return absl::DataLossError("bad payload");
@@ -106,7 +106,7 @@ TEST(WalTest, PowerLossLeavesAPrefixWithEverySyncedRecord) {
     const uint32_t bs = seed % 2 ? 1024 : 4096;
     io::FaultInjectionDevice device(io::NewMemoryDevice(bs));
     WalWriter wal(&device);
-    ASSERT_TRUE(wal.Start(1).ok());
+    ASSERT_TRUE(wal.Start(1, 0).ok());
     ASSERT_TRUE(wal.Sync().ok());
     std::vector<std::string> written;
     uint64_t synced = 0;  // records covered by a Sync
@@ -139,11 +139,11 @@ TEST(WalTest, PowerLossLeavesAPrefixWithEverySyncedRecord) {
 TEST(WalTest, UnsyncedRestartFallsBackToTheCoveredLog) {
   io::FaultInjectionDevice device(io::NewMemoryDevice(1024));
   WalWriter wal(&device);
-  ASSERT_TRUE(wal.Start(1).ok());
+  ASSERT_TRUE(wal.Start(1, 0).ok());
   for (int i = 0; i < 20; ++i)
     ASSERT_TRUE(wal.Append(std::string(200, 'o')).ok());
   ASSERT_TRUE(wal.Sync().ok());
-  ASSERT_TRUE(wal.Start(21).ok());
+  ASSERT_TRUE(wal.Start(21, 20).ok());
   ASSERT_TRUE(wal.Append("new").ok());
   ASSERT_TRUE(device.LosePower({}).ok());
   WalReplay replay;
@@ -158,7 +158,7 @@ TEST(WalTest, AFlippedBitNeverYieldsWrongBytes) {
   auto inner = io::NewMemoryDevice(512);
   io::FaultInjectionDevice device(std::move(inner));
   WalWriter wal(&device);
-  ASSERT_TRUE(wal.Start(1).ok());
+  ASSERT_TRUE(wal.Start(1, 0).ok());
   std::vector<std::string> written;
   for (int i = 0; i < 40; ++i) {
     written.push_back(Payload(rng, i + 1, 512));
@@ -187,7 +187,7 @@ TEST(WalTest, ADamagedSyncedRecordIsDataLoss) {
   std::mt19937_64 rng(11);
   io::FaultInjectionDevice device(io::NewMemoryDevice(512));
   WalWriter wal(&device);
-  ASSERT_TRUE(wal.Start(1).ok());
+  ASSERT_TRUE(wal.Start(1, 0).ok());
   std::vector<uint64_t> ends;  // stream offset where each record ends
   for (int i = 0; i < 40; ++i) {
     ASSERT_TRUE(wal.Append(Payload(rng, i + 1, 512)).ok());
