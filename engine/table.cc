@@ -1223,12 +1223,14 @@ class Table::Impl {
                             std::span<io::AlignedBuffer> bytes,
                             const std::vector<uint64_t>& rebuilt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    absl::flat_hash_map<uint64_t, size_t> slot;  // bucket -> index in out
-    std::span<io::AlignedBuffer> out = StepBuffers(step_out_, rebuilt.size());
+    // Each rebuilt block is made where it is held (the sources were read
+    // into `bytes` before): the edit is the write, as in EditBlock.
+    absl::flat_hash_map<uint64_t, size_t> slot;  // bucket -> index in blocks
     std::vector<internal::EncodedBlock> blocks;
     blocks.reserve(rebuilt.size());
     for (size_t i = 0; i < rebuilt.size(); ++i) {
-      blocks.push_back(BlockView(out[i].span()));
+      cache_.Drop(rebuilt[i]);
+      blocks.push_back(BlockView(blocks_->Hold(rebuilt[i] + kHeaderBlocks)));
       blocks.back().Init(rebuilt[i]);
       slot[rebuilt[i]] = i;
     }
@@ -1288,8 +1290,7 @@ class Table::Impl {
       // place() reads the views before it may move r into the stash.
       RT_RETURN_IF_ERROR(place(r.key, r.value, from_stash.hashes[i], &r));
     }
-    for (size_t i = 0; i < out.size(); ++i) {
-      RT_RETURN_IF_ERROR(StoreBlock(rebuilt[i], out[i].span()));
+    for (size_t i = 0; i < rebuilt.size(); ++i) {
       internal::KillPoint("distribute: block written");
       if (buffer_.ListOf(rebuilt[i]) != nullptr) {
         rebuilt_.push_back(rebuilt[i]);
@@ -1594,9 +1595,8 @@ class Table::Impl {
   // A block read from the file before a Put or Delete edits it, and the
   // empty blocks of a new table.
   io::AlignedBuffer work_ ABSL_GUARDED_BY(mu_);
-  // The blocks a grow or shrink step reads, and those it rebuilds.
+  // The blocks a grow or shrink step reads.
   std::vector<io::AlignedBuffer> step_in_ ABSL_GUARDED_BY(mu_);
-  std::vector<io::AlignedBuffer> step_out_ ABSL_GUARDED_BY(mu_);
   const size_t payload_;
 
   internal::Stash stash_ ABSL_GUARDED_BY(mu_);
