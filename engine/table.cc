@@ -882,6 +882,7 @@ class Table::Impl {
             ? 0
             : 1;
     uint64_t replayed = 0;
+    std::array<uint64_t, 2> ends{};  // where each file's records end
     internal::WalReplay last{};
     int last_file = -1;  // the file of the last record replayed
     bool from_older = false;
@@ -903,6 +904,7 @@ class Table::Impl {
         last_file = i;
       }
       replayed += replay.records;
+      ends[i] = replay.bytes;
     }
     recovered_records_ = replayed;
     applied_seq_ = last.last_seq;
@@ -910,6 +912,13 @@ class Table::Impl {
     durable_seq_.store(applied_seq_, std::memory_order_release);
     log_ = last_file;
     if (!options_.read_only) {
+      // Each file is cut after its last whole record and synced: what
+      // followed (a torn tail, records after a gap) must not come back
+      // after the numbers past the last replayed record are given anew,
+      // as it could where a cut was not synced.
+      for (int i = 0; i < 2; ++i) {
+        RT_RETURN_IF_ERROR(wal_[i].Resume(ends[i], applied_seq_ + 1));
+      }
       if (journal || from_older) {
         // The replayed writes are checkpointed at once, so that the next
         // open reads no journal and replays nothing (and no later
@@ -919,7 +928,6 @@ class Table::Impl {
       } else if (replayed > 0) {
         // The replayed writes stay held, covered by the log's records: the
         // log continues after its last whole record, in its file.
-        RT_RETURN_IF_ERROR(wal_[log_].Resume(last.bytes, applied_seq_ + 1));
         MutexLock log_lock(&log_mu_);
         sync_logs_ = {files_.wal[log_].get(), nullptr};
       } else {
