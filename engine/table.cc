@@ -209,7 +209,7 @@ class Table::Impl {
         record_count_(sb.record_count),
         data_bytes_(sb.data_bytes) {}
 
-  // Close ends the in-place writes; a table never closed (a failed Open)
+  // Close ends the checkpoint's writes; a table never closed (a failed Open)
   // ends them here.
   ~Impl() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (checkpoint_writes_ != nullptr &&
@@ -332,7 +332,7 @@ class Table::Impl {
   // without a sync of their own. Runs outside the writer lock, so that
   // writers append while a sync is in flight. While a checkpoint's journal
   // is being written, the log file the writers left is synced too: until
-  // the journal is durable, its records are theirs only copy.
+  // the journal is durable, its records are their only copy.
   absl::Status SyncThrough(uint64_t seq) ABSL_LOCKS_EXCLUDED(mu_, sync_mu_) {
     absl::Status s;
     {
@@ -663,10 +663,10 @@ class Table::Impl {
       }
       closed_for_sync_ = true;
     }
-    // In-place writes still running (after a failure) end before their
-    // files close.
-    const absl::Status in_place = FinishCheckpointWrites();
-    if (s.ok() && error_.ok()) s = in_place;
+    // A checkpoint's writes still running (after a failure) end before
+    // their files close.
+    const absl::Status writes = FinishCheckpointWrites();
+    if (s.ok() && error_.ok()) s = writes;
     blocks_.reset();
     stash_device_.reset();
     buffer_device_.reset();
@@ -676,7 +676,7 @@ class Table::Impl {
 
   TableStats GetStats() const {
     ReaderMutexLock lock(&mu_);
-    // The physical ledgers count the last checkpoint's in-place writes.
+    // The physical ledgers count the last checkpoint's writes.
     if (checkpoint_writes_ != nullptr) checkpoint_writes_->Wait();
     TableStats st;
     st.buckets = mapping_.num_buckets();
@@ -1373,12 +1373,13 @@ class Table::Impl {
              {kBufferFileId, files_.buffer.get(), buffer_device_.get()}}};
   }
 
-  // Waits for the last checkpoint's in-place writes, if any, and frees
-  // their images: returns the writes' status.
+  // Waits for the last checkpoint's writes (journal and in place), if any,
+  // and frees their images: returns the writes' status.
   absl::Status FinishCheckpointWrites() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (checkpoint_writes_ == nullptr) return absl::OkStatus();
-    if (checkpoint_writes_->thread.joinable())
+    if (checkpoint_writes_->thread.joinable()) {
       checkpoint_writes_->thread.join();
+    }
     const absl::Status s = checkpoint_writes_->status;
     if (checkpoint_writes_->left_emptied) {
       log_emptied_[checkpoint_writes_->left_log] = true;
@@ -1392,7 +1393,7 @@ class Table::Impl {
   // the held blocks pass that or the block cache's size, whichever is
   // larger (Options::checkpoint_bytes says why).
   absl::Status MaybeCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    // The last checkpoint's in-place writes, once done, free their images.
+    // The last checkpoint's writes, once done, free their images.
     if (checkpoint_writes_ != nullptr && checkpoint_writes_->Done()) {
       RT_RETURN_IF_ERROR(Fail(FinishCheckpointWrites()));
     }
@@ -1410,13 +1411,13 @@ class Table::Impl {
   // files (its superblock is the table's). Then the images in place, their
   // write-back started but not waited for. Both run on a thread of their
   // own (CheckpointWrites) while the writers go on, logging to the other
-  // log file: the one they leave is emptied only by the next checkpoint,
-  // which waits for this one's thread first. The checkpoint is complete
-  // (CompleteCheckpoint: the files synced, the superblock in place) at once
-  // when `complete` (the writers then stay in their log file, emptied),
-  // else at the next checkpoint, Sync or Close; until then the journal is
-  // its only durable copy. A crash before the journal is complete leaves
-  // the last checkpoint and both log files.
+  // log file: the thread empties the one they leave once the journal is
+  // durable, and the next checkpoint waits for the thread first. The
+  // checkpoint is complete (CompleteCheckpoint: the files synced, the
+  // superblock in place) at once when `complete` (the writers then stay in
+  // their log file, emptied), else at the next checkpoint, Sync or Close;
+  // until then the journal is its only durable copy. A crash before the
+  // journal is complete leaves the last checkpoint and both log files.
   absl::Status CheckpointLocked(bool complete)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     // The journal is about to be overwritten: the checkpoint it holds must
