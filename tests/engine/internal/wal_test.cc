@@ -1,10 +1,11 @@
 // The write-ahead log: records read back exactly, in order; a log restarted
-// under a later number; power losses that drop, keep or tear unsynced blocks
+// under a later number; the number of its first whole record; power losses that drop, keep or tear unsynced blocks
 // leave a prefix holding every synced record; a flipped bit ends the log
 // before the damaged record, never returning wrong bytes.
 #include "engine/internal/wal.h"
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -83,6 +84,29 @@ TEST(WalTest, RestartForgetsTheOldLog) {
   EXPECT_EQ(got[1], std::make_pair(uint64_t{52}, std::string("c")));
   // A gap in the numbers ends the log: records after 52 are not there.
   EXPECT_TRUE(ReadAll(*device, 60).empty());
+}
+
+// FirstWalSeq, which orders the log's two files at recovery: the number of
+// a whole first record (one that spans blocks too), none for an empty log
+// or a damaged first record.
+TEST(WalTest, FirstSeqIsThatOfAWholeFirstRecord) {
+  io::FaultInjectionDevice device(io::NewMemoryDevice(512));
+  EXPECT_EQ(*FirstWalSeq(device), std::nullopt);
+  WalWriter wal(&device);
+  ASSERT_TRUE(wal.Start(41, 40).ok());
+  EXPECT_EQ(*FirstWalSeq(device), std::nullopt);
+  ASSERT_TRUE(wal.Append(std::string(1500, 'f')).ok());  // over 3 blocks
+  ASSERT_TRUE(wal.Append("next").ok());
+  EXPECT_EQ(*FirstWalSeq(device), std::optional<uint64_t>(41));
+  // A bit flipped in the first record's last block: no first record.
+  ASSERT_TRUE(device.FlipBit(2, 8 * 100).ok());
+  EXPECT_EQ(*FirstWalSeq(device), std::nullopt);
+  ASSERT_TRUE(device.FlipBit(2, 8 * 100).ok());
+  EXPECT_EQ(*FirstWalSeq(device), std::optional<uint64_t>(41));
+  // Restarted under a later number, the new first record counts.
+  ASSERT_TRUE(wal.Start(90, 89).ok());
+  ASSERT_TRUE(wal.Append("x").ok());
+  EXPECT_EQ(*FirstWalSeq(device), std::optional<uint64_t>(90));
 }
 
 TEST(WalTest, ACallbackErrorIsReturned) {
