@@ -148,21 +148,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::memcpy(&offset, edit + 1, 4);
     offset %= file.size();
     switch ((edit[0] >> 3) & 3) {
-      case 0:
-        file[offset] ^= static_cast<char>(edit[5]);
-        break;
-      case 1:
-        file[offset] = static_cast<char>(edit[5]);
-        break;
+      case 0: file[offset] ^= static_cast<char>(edit[5]); break;
+      case 1: file[offset] = static_cast<char>(edit[5]); break;
       case 2: {
         const size_t sector = offset / 512 * 512;
         std::memset(file.data() + sector, 0,
                     std::min<size_t>(512, file.size() - sector));
         break;
       }
-      case 3:
-        file.resize(offset);
-        break;
+      case 3: file.resize(offset); break;
     }
   }
   std::filesystem::create_directories(seed.dir);
