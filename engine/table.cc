@@ -915,11 +915,16 @@ class Table::Impl {
       // Each file is cut after its last whole record and synced: what
       // followed (a torn tail, records after a gap) must not come back
       // after the numbers past the last replayed record are given anew,
-      // as it could where a cut was not synced.
+      // as it could where a cut was not synced. The other file than the
+      // writers' holds nothing still needed unless the replay took records
+      // from both: then the checkpoint below empties it, else it is
+      // emptied here (the spare log file: CheckpointWrites).
+      const bool checkpoint = journal.has_value() || from_older;
       for (int i = 0; i < 2; ++i) {
-        RT_RETURN_IF_ERROR(wal_[i].Resume(ends[i], applied_seq_ + 1));
+        const uint64_t keep = i == log_ || checkpoint ? ends[i] : 0;
+        RT_RETURN_IF_ERROR(wal_[i].Resume(keep, applied_seq_ + 1));
       }
-      if (journal || from_older) {
+      if (checkpoint) {
         // The replayed writes are checkpointed at once, so that the next
         // open reads no journal and replays nothing (and no later
         // checkpoint empties a log file whose records the superblock does
@@ -1381,9 +1386,6 @@ class Table::Impl {
       checkpoint_writes_->thread.join();
     }
     const absl::Status s = checkpoint_writes_->status;
-    if (checkpoint_writes_->left_emptied) {
-      log_emptied_[checkpoint_writes_->left_log] = true;
-    }
     checkpoint_writes_.reset();
     for (const Layer& layer : Layers()) layer.seen->ReleaseFrozen();
     return s;
@@ -1480,10 +1482,12 @@ class Table::Impl {
         cache_.Insert(block - kHeaderBlocks, bytes.span());
       }
     }
+    // The file the writers append to after this checkpoint; the other one
+    // is emptied by the thread once the journal is durable.
+    const int writers = complete ? log_ : log_ ^ 1;
+    job->spare_log = files_.wal[writers ^ 1].get();
     if (!complete) {
-      job->left_log = log_;
-      job->left_file = files_.wal[log_].get();
-      RT_RETURN_IF_ERROR(StartLog(log_ ^ 1, /*left_uncovered=*/true));
+      RT_RETURN_IF_ERROR(StartLog(writers, /*left_uncovered=*/true));
     }
     // Once the journal is durable, the log file the writers left needs no
     // sync.
@@ -1508,21 +1512,17 @@ class Table::Impl {
   // the writers to it. `left_uncovered`: the file they leave holds records
   // that no durable checkpoint covers yet (the journal that will is being
   // written), so syncs cover it too until the journal is durable, and the
-  // durable mark stays where the syncs left it. The emptied file must then
-  // be empty on disk too (synced here unless the last checkpoint's thread
-  // emptied and synced it): a power loss that undid the cut could leave
-  // older records at its start, before new ones with higher durable marks,
-  // and recovery would take it for the older file.
+  // durable mark stays where the syncs left it. The file they move to is
+  // then already empty on disk (the spare log file: CheckpointWrites), so
+  // that no power loss can bring older records back at its start, before
+  // new ones with higher durable marks, and make recovery take it for the
+  // older file.
   absl::Status StartLog(int index, bool left_uncovered)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const uint64_t durable = left_uncovered
                                  ? durable_seq_.load(std::memory_order_acquire)
                                  : applied_seq_;
     RT_RETURN_IF_ERROR(wal_[index].Start(applied_seq_ + 1, durable));
-    if (left_uncovered && !log_emptied_[index]) {
-      RT_RETURN_IF_ERROR(files_.wal[index]->Sync());
-    }
-    log_emptied_[index] = false;
     MutexLock log_lock(&log_mu_);
     sync_logs_ = {files_.wal[index].get(),
                   left_uncovered ? files_.wal[log_].get() : nullptr};
@@ -1583,9 +1583,6 @@ class Table::Impl {
   // The log's two files (kWalFiles); the writers append to wal_[log_].
   std::array<internal::WalWriter, 2> wal_ ABSL_GUARDED_BY(mu_);
   int log_ ABSL_GUARDED_BY(mu_) = 0;
-  // Log files known to be empty on disk (emptied and synced by a
-  // checkpoint's thread, and not written since).
-  std::array<bool, 2> log_emptied_ ABSL_GUARDED_BY(mu_){};
   internal::StashLog stash_log_ ABSL_GUARDED_BY(mu_);
   internal::StashLog buffer_log_ ABSL_GUARDED_BY(mu_);
   // Options::write_buffer_bytes; 0 in memory. Puts of keys whose block is
@@ -1660,12 +1657,12 @@ class Table::Impl {
     std::vector<internal::JournalEntry> entries;
     io::AlignedBuffer superblock;
     std::function<void()> journal_durable;  // called once it is
-    // The log file the writers left (index, device), if they did: emptied
-    // and synced once the journal is durable, so that the next checkpoint
-    // moves the writers to an empty file with no sync of its own.
-    int left_log = 0;
-    io::BlockDevice* left_file = nullptr;
-    bool left_emptied = false;
+    // The log file the writers do not append to after this checkpoint (the
+    // one they left, or after a complete checkpoint the other): its
+    // records are covered once the journal is durable, and it is then
+    // emptied and synced. So whenever no checkpoint's writes are running,
+    // the writers' other file is empty on disk, ready for the next one.
+    io::BlockDevice* spare_log = nullptr;
     std::array<io::BlockDevice*, 3> files{};
     std::array<std::vector<io::WriteRequest>, 3> writes;
     std::thread thread;
@@ -1688,11 +1685,8 @@ class Table::Impl {
       RT_RETURN_IF_ERROR(internal::WriteJournal(*journal, sequence, entries));
       internal::KillPoint("checkpoint: journal synced");
       journal_durable();
-      if (left_file != nullptr) {
-        RT_RETURN_IF_ERROR(left_file->Resize(0));
-        RT_RETURN_IF_ERROR(left_file->Sync());
-        left_emptied = true;
-      }
+      RT_RETURN_IF_ERROR(spare_log->Resize(0));
+      RT_RETURN_IF_ERROR(spare_log->Sync());
       for (size_t id = 0; id < files.size(); ++id) {
         RT_RETURN_IF_ERROR(files[id]->WriteBatch(writes[id]));
         internal::KillPoint("checkpoint: written in place");
