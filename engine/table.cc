@@ -464,15 +464,17 @@ class Table::Impl {
           out->push_back(Record{std::string(k), std::string(v)});
         });
     if (const internal::Stash::List* list = stash_.ListOf(b)) {
-      out->insert(out->end(), list->begin(), list->end());
+      for (const internal::Stash::Entry& e : *list) out->push_back(e.record);
     }
     // A buffered put replaces the stored record of its key.
     if (const internal::Stash::List* list = buffer_.ListOf(b)) {
       absl::flat_hash_set<std::string_view> buffered;
-      for (const Record& r : *list) buffered.insert(r.key);
+      for (const internal::Stash::Entry& e : *list) {
+        buffered.insert(e.record.key);
+      }
       std::erase_if(*out,
                     [&](const Record& r) { return buffered.contains(r.key); });
-      out->insert(out->end(), list->begin(), list->end());
+      for (const internal::Stash::Entry& e : *list) out->push_back(e.record);
     }
     return absl::OkStatus();
   }
@@ -768,7 +770,8 @@ class Table::Impl {
       RT_RETURN_IF_ERROR(s);
       const internal::Stash::List* list = stash_.ListOf(b);
       if (list == nullptr) continue;
-      for (const Record& r : *list) {
+      for (const internal::Stash::Entry& e : *list) {
+        const Record& r = e.record;
         RT_RETURN_IF_ERROR(note(r, b, "stash"));
         ++stash_records;
         stash_bytes += internal::EncodedSize(r.key, r.value);
@@ -792,7 +795,8 @@ class Table::Impl {
     // Buffered puts: each in the list of its own bucket, no key twice.
     absl::flat_hash_set<std::string_view> buffered;
     buffer_.ForEachList([&](uint64_t b, const internal::Stash::List& list) {
-      for (const Record& r : list) {
+      for (const internal::Stash::Entry& e : list) {
+        const Record& r = e.record;
         if (!stray.ok()) return;
         if (mapping_.FindBucket(Hash(r.key)) != b) {
           stray = fault("a buffered put in the list of bucket ", b,
@@ -1066,11 +1070,11 @@ class Table::Impl {
   // Applies every buffered put of bucket b to its block.
   absl::Status DrainBucket(uint64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ++logical_.buffer_drains;
-    internal::Stash::Taken taken = buffer_.Take(b);
-    for (size_t i = 0; i < taken.records.size(); ++i) {
-      const Record& r = taken.records[i];
+    const internal::Stash::Taken taken = buffer_.Take(b);
+    for (const internal::Stash::Entry& e : taken) {
+      const Record& r = e.record;
       RT_RETURN_IF_ERROR(Fail(buffer_log_.AppendRemove(r.key)));
-      RT_RETURN_IF_ERROR(Fail(PutInBlock(r.key, r.value, taken.hashes[i])));
+      RT_RETURN_IF_ERROR(Fail(PutInBlock(r.key, r.value, e.hash)));
       internal::KillPoint("buffer: put drained");
     }
     return absl::OkStatus();
@@ -1149,7 +1153,9 @@ class Table::Impl {
     std::vector<std::pair<std::string_view, std::string_view>> live;
     live.reserve(records.records());
     records.ForEachList([&](uint64_t, const internal::Stash::List& list) {
-      for (const Record& r : list) live.emplace_back(r.key, r.value);
+      for (const internal::Stash::Entry& e : list) {
+        live.emplace_back(e.record.key, e.record.value);
+      }
     });
     return copy.Rewrite(live);
   }
@@ -1250,20 +1256,16 @@ class Table::Impl {
     // Buffered puts of the sources follow their keys to their new buckets
     // (the buffer's copy stores no bucket, so nothing is logged).
     for (const uint64_t b : sources) {
-      internal::Stash::Taken taken = buffer_.Take(b);
-      for (size_t i = 0; i < taken.records.size(); ++i) {
-        const uint64_t h = taken.hashes[i];
-        buffer_.Add(mapping_.FindBucket(h), h, std::move(taken.records[i]));
+      for (internal::Stash::Entry& e : buffer_.Take(b)) {
+        buffer_.Add(mapping_.FindBucket(e.hash), e.hash, std::move(e.record));
       }
     }
     // Records leaving the stash are logged as removals, records entering it
     // as puts; a record that stays in the stash needs no entry.
-    internal::Stash::Taken from_stash;
+    std::vector<internal::Stash::Entry> from_stash;
     for (const uint64_t b : sources) {
-      internal::Stash::Taken taken = stash_.Take(b);
-      for (size_t i = 0; i < taken.records.size(); ++i) {
-        from_stash.hashes.push_back(taken.hashes[i]);
-        from_stash.records.push_back(std::move(taken.records[i]));
+      for (internal::Stash::Entry& e : stash_.Take(b)) {
+        from_stash.push_back(std::move(e));
       }
     }
     // `owned` is the stashed record itself, or null for a record of a block;
@@ -1298,10 +1300,10 @@ class Table::Impl {
           });
       RT_RETURN_IF_ERROR(s);
     }
-    for (size_t i = 0; i < from_stash.records.size(); ++i) {
-      Record& r = from_stash.records[i];
+    for (internal::Stash::Entry& e : from_stash) {
+      Record& r = e.record;
       // place() reads the views before it may move r into the stash.
-      RT_RETURN_IF_ERROR(place(r.key, r.value, from_stash.hashes[i], &r));
+      RT_RETURN_IF_ERROR(place(r.key, r.value, e.hash, &r));
     }
     for (size_t i = 0; i < rebuilt.size(); ++i) {
       internal::KillPoint("distribute: block written");
@@ -1442,11 +1444,16 @@ class Table::Impl {
     job->journal = files_.journal.get();
     job->sequence = next.sequence;
     std::vector<internal::JournalEntry>& entries = job->entries;
+    // Each held bucket block is sealed and, clean once in place, goes to
+    // the cache in the same pass (one trip through memory for both).
     for (auto& [block, bytes] : blocks_->held()) {
       // Superblock images held from a replayed journal are superseded.
       if (block < kHeaderBlocks) continue;
       internal::EncodedBlock(bytes.span()).Seal();
       entries.push_back({kBlocksFileId, block, bytes.span()});
+      if (block - kHeaderBlocks < mapping_.num_buckets()) {
+        cache_.Insert(block - kHeaderBlocks, bytes.span());
+      }
     }
     for (const auto& [block, bytes] : stash_device_->held()) {
       entries.push_back({kStashFileId, block, bytes.span()});
@@ -1474,13 +1481,6 @@ class Table::Impl {
     for (size_t i = 0; i + 1 < entries.size(); ++i) {
       job->writes[entries[i].file].push_back(
           {entries[i].block, entries[i].bytes});
-    }
-    // The held bucket blocks, clean once in place, go to the cache.
-    for (const auto& [block, bytes] : blocks_->held()) {
-      if (block >= kHeaderBlocks &&
-          block - kHeaderBlocks < mapping_.num_buckets()) {
-        cache_.Insert(block - kHeaderBlocks, bytes.span());
-      }
     }
     // The file the writers append to after this checkpoint; the other one
     // is emptied by the thread once the journal is durable.

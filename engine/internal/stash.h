@@ -19,22 +19,31 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "engine/internal/block_format.h"
 
 namespace roundtable::internal {
 
 class Stash {
  public:
-  using List = std::vector<Record>;
+  // A record with its key's hash, side by side: a probe compares hashes
+  // and reads a key only on a match.
+  struct Entry {
+    uint64_t hash;
+    Record record;
+  };
+  // A bucket's list. Most lists hold one record (the stash spreads over
+  // many buckets, and the write buffer drains a bucket long before its
+  // list grows), so the first entry lives in the hash map's slot: adding
+  // it allocates no list, and a lookup reads no list apart from the slot.
+  using List = absl::InlinedVector<Entry, 1>;
 
   // The record of `key` (whose hash is `hash`) in bucket b's list, or null.
+  // The pointer is valid until the next change to the stash.
   Record* Find(uint64_t b, std::string_view key, uint64_t hash) {
     if (!(FilterOf(b) & FilterBit(hash))) return nullptr;
-    Bucket& bucket = lists_.find(b)->second;
-    for (size_t i = 0; i < bucket.hashes.size(); ++i) {
-      if (bucket.hashes[i] == hash && bucket.records[i].key == key) {
-        return &bucket.records[i];
-      }
+    for (Entry& e : lists_.find(b)->second) {
+      if (e.hash == hash && e.record.key == key) return &e.record;
     }
     return nullptr;
   }
@@ -42,17 +51,15 @@ class Stash {
   // Bucket b's list, or null when it has none.
   const List* ListOf(uint64_t b) const {
     if (!HasList(b)) return nullptr;
-    return &lists_.find(b)->second.records;
+    return &lists_.find(b)->second;
   }
 
   // Adds a record whose key hashes to `hash`.
   void Add(uint64_t b, uint64_t hash, Record record) {
     bytes_ += EncodedSize(record.key, record.value);
     ++records_;
-    Bucket& bucket = lists_[b];
     SetFilter(b, FilterOf(b) | FilterBit(hash));
-    bucket.hashes.push_back(hash);
-    bucket.records.push_back(std::move(record));
+    lists_[b].push_back(Entry{hash, std::move(record)});
   }
 
   // Replaces the value of a record found by Find.
@@ -68,34 +75,28 @@ class Stash {
   void Filter(uint64_t b, Keep keep) {
     if (!HasList(b)) return;
     auto it = lists_.find(b);
-    List& list = it->second.records;
-    std::vector<uint64_t>& hashes = it->second.hashes;
+    List& list = it->second;
     for (size_t i = 0; i < list.size();) {
-      if (keep(list[i])) {
+      if (keep(list[i].record)) {
         ++i;
         continue;
       }
-      bytes_ -= EncodedSize(list[i].key, list[i].value);
+      bytes_ -= EncodedSize(list[i].record.key, list[i].record.value);
       --records_;
-      list[i] = std::move(list.back());
+      if (i + 1 < list.size()) list[i] = std::move(list.back());
       list.pop_back();
-      hashes[i] = hashes.back();
-      hashes.pop_back();
     }
     if (list.empty()) {
       Erase(it);
       return;
     }
     uint16_t filter = 0;
-    for (const uint64_t h : hashes) filter |= FilterBit(h);
+    for (const Entry& e : list) filter |= FilterBit(e.hash);
     SetFilter(b, filter);
   }
 
-  // A list taken out of the stash, with its keys' hashes.
-  struct Taken {
-    std::vector<uint64_t> hashes;  // hashes[i] is the hash of records[i].key
-    List records;
-  };
+  // A list taken out of the stash, each record with its key's hash.
+  using Taken = List;
 
   // Removes bucket b's whole list and returns it, with the hashes stored
   // beside it (reading them costs no access to the keys).
@@ -103,10 +104,10 @@ class Stash {
     if (!HasList(b)) return {};
     auto it = lists_.find(b);
     Taken taken = std::move(it->second);
-    for (const Record& r : taken.records) {
-      bytes_ -= EncodedSize(r.key, r.value);
+    for (const Entry& e : taken) {
+      bytes_ -= EncodedSize(e.record.key, e.record.value);
     }
-    records_ -= taken.records.size();
+    records_ -= taken.size();
     Erase(it);
     return taken;
   }
@@ -114,7 +115,7 @@ class Stash {
   // Calls fn(bucket, list) for every list, in no particular order.
   template <typename Fn>
   void ForEachList(Fn fn) const {
-    for (const auto& [b, bucket] : lists_) fn(b, bucket.records);
+    for (const auto& [b, list] : lists_) fn(b, list);
   }
 
   uint64_t records() const { return records_; }
@@ -127,15 +128,12 @@ class Stash {
     uint64_t with_filter = 0;
     for (const uint16_t f : filter_) with_filter += f != 0;
     if (with_filter != lists_.size()) return false;
-    for (const auto& [b, bucket] : lists_) {
-      if (bucket.records.empty() ||
-          bucket.hashes.size() != bucket.records.size()) {
-        return false;
-      }
+    for (const auto& [b, list] : lists_) {
+      if (list.empty()) return false;
       uint16_t filter = 0;
-      for (size_t i = 0; i < bucket.records.size(); ++i) {
-        if (bucket.hashes[i] != hash(bucket.records[i].key)) return false;
-        filter |= FilterBit(bucket.hashes[i]);
+      for (const Entry& e : list) {
+        if (e.hash != hash(e.record.key)) return false;
+        filter |= FilterBit(e.hash);
       }
       if (FilterOf(b) != filter) return false;
     }
@@ -158,14 +156,13 @@ class Stash {
     }
     filter_[b] = filter;
   }
-  using Bucket = Taken;
 
-  void Erase(absl::flat_hash_map<uint64_t, Bucket>::iterator it) {
+  void Erase(absl::flat_hash_map<uint64_t, List>::iterator it) {
     SetFilter(it->first, 0);
     lists_.erase(it);
   }
 
-  absl::flat_hash_map<uint64_t, Bucket> lists_;
+  absl::flat_hash_map<uint64_t, List> lists_;
   std::vector<uint16_t> filter_;  // by bucket; nonzero iff it has a list
   uint64_t records_ = 0;
   uint64_t bytes_ = 0;

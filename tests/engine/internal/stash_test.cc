@@ -51,13 +51,11 @@ TEST(StashTest, MatchesAModel) {
       stash.Filter(b, [](const Record& r) { return r.value.size() % 2 == 0; });
       std::erase_if(list, [](const auto& kv) { return kv.second.size() % 2; });
     } else {
-      Stash::Taken taken = stash.Take(b);
-      ASSERT_EQ(taken.hashes.size(), taken.records.size());
+      const Stash::Taken taken = stash.Take(b);
       std::map<std::string, std::string> got;
-      for (size_t i = 0; i < taken.records.size(); ++i) {
-        const Record& r = taken.records[i];
-        ASSERT_EQ(taken.hashes[i], TestHash(r.key)) << "step " << step;
-        got.emplace(r.key, r.value);
+      for (const Stash::Entry& e : taken) {
+        ASSERT_EQ(e.hash, TestHash(e.record.key)) << "step " << step;
+        got.emplace(e.record.key, e.record.value);
       }
       ASSERT_EQ(got, list) << "step " << step;
       list.clear();
