@@ -176,6 +176,19 @@ io::IoStats Sum(const io::IoStats& a, const io::IoStats& b) {
           a.wait_ns + b.wait_ns};
 }
 
+// The deferred device over the block file: bucket blocks are sealed (their
+// checksums set) only when a checkpoint's thread stores them, and a read
+// of one frozen meanwhile seals its copy. The header blocks (superblock
+// images) are whole as they are.
+std::unique_ptr<internal::DeferredDevice> MakeBlocksDevice(
+    io::BlockDevice* file) {
+  auto device = std::make_unique<internal::DeferredDevice>(file);
+  device->set_seal([](uint64_t block, std::span<std::byte> bytes) {
+    if (block >= kHeaderBlocks) internal::EncodedBlock(bytes).Seal();
+  });
+  return device;
+}
+
 }  // namespace
 
 class Table::Impl {
@@ -191,8 +204,7 @@ class Table::Impl {
         hash_seed_(sb.hash_seed),
         mapping_(std::move(mapping)),
         files_(std::move(files)),
-        blocks_(
-            std::make_unique<internal::DeferredDevice>(files_.blocks.get())),
+        blocks_(MakeBlocksDevice(files_.blocks.get())),
         stash_device_(
             std::make_unique<internal::DeferredDevice>(files_.stash.get())),
         buffer_device_(
@@ -1409,8 +1421,8 @@ class Table::Impl {
     return Fail(CheckpointLocked(/*complete=*/false));
   }
 
-  // The held blocks of the block file (sealed here) and of the stash copy,
-  // and the next superblock, first into the journal, synced: the
+  // The held blocks of the block file (sealed by the thread first) and of
+  // the stash copy, and the next superblock, first into the journal, synced: the
   // checkpoint's commit point, after which Open lays the journal over the
   // files (its superblock is the table's). Then the images in place, their
   // write-back started but not waited for. Both run on a thread of their
@@ -1441,15 +1453,16 @@ class Table::Impl {
     ++next.sequence;
 
     auto job = std::make_unique<CheckpointWrites>();
+    job->unsealed = blocks_.get();
     job->journal = files_.journal.get();
     job->sequence = next.sequence;
     std::vector<internal::JournalEntry>& entries = job->entries;
-    // Each held bucket block is sealed and, clean once in place, goes to
-    // the cache in the same pass (one trip through memory for both).
+    // The held bucket blocks, clean once in place, go to the cache as they
+    // are; the thread seals them before it writes them (the cache keeps
+    // no checksum: its blocks are never verified again).
     for (auto& [block, bytes] : blocks_->held()) {
       // Superblock images held from a replayed journal are superseded.
       if (block < kHeaderBlocks) continue;
-      internal::EncodedBlock(bytes.span()).Seal();
       entries.push_back({kBlocksFileId, block, bytes.span()});
       if (block - kHeaderBlocks < mapping_.num_buckets()) {
         cache_.Insert(block - kHeaderBlocks, bytes.span());
@@ -1651,6 +1664,8 @@ class Table::Impl {
   // images are the frozen blocks of the deferred devices, unchanged until
   // FinishCheckpointWrites.
   struct CheckpointWrites {
+    // The device whose frozen blocks the thread seals first.
+    internal::DeferredDevice* unsealed = nullptr;
     io::BlockDevice* journal = nullptr;
     uint64_t sequence = 0;
     // The images, then the superblock.
@@ -1682,6 +1697,7 @@ class Table::Impl {
       done.notify_all();
     }
     absl::Status WriteAll() {
+      unsealed->SealFrozen();
       RT_RETURN_IF_ERROR(internal::WriteJournal(*journal, sequence, entries));
       internal::KillPoint("checkpoint: journal synced");
       journal_durable();

@@ -96,7 +96,14 @@ class MmapDevice : public BlockDevice {
         return FileError(rc, "fallocate", path());
       }
     }
-    return RemapLocked(num_blocks);
+    RT_RETURN_IF_ERROR(RemapLocked(num_blocks));
+    if (bytes > mapped) {
+      // The new pages are faulted in writable now, in one call, rather
+      // than one fault at a time by the stores that fill them. (Advice
+      // only: a kernel without MADV_POPULATE_WRITE faults them later.)
+      madvise(base_ + mapped, bytes - mapped, MADV_POPULATE_WRITE);
+    }
+    return absl::OkStatus();
   }
 
  private:

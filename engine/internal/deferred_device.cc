@@ -38,6 +38,19 @@ void DeferredDevice::Freeze() {
   zero_from_ = size_;
 }
 
+void DeferredDevice::SealFrozen() {
+  if (!seal_) return;
+  // In batches, so that a read of a frozen block never waits long.
+  constexpr size_t kBatch = 64;
+  auto it = frozen_.begin();
+  while (it != frozen_.end()) {
+    MutexLock lock(&frozen_mu_);
+    for (size_t n = 0; n < kBatch && it != frozen_.end(); ++n, ++it) {
+      seal_(it->first, it->second.span());
+    }
+  }
+}
+
 void DeferredDevice::ReleaseFrozen() {
   for (auto& [block, bytes] : frozen_) free_.push_back(bytes.data);
   frozen_.clear();
@@ -53,7 +66,11 @@ absl::Status DeferredDevice::DoRead(uint64_t block,
     } else if (block + i >= zero_from_ || block + i >= inner_->num_blocks()) {
       std::memset(out.data(), 0, bs);
     } else if (auto it = frozen_.find(block + i); it != frozen_.end()) {
-      std::memcpy(out.data(), it->second.data, bs);
+      {
+        MutexLock lock(&frozen_mu_);
+        std::memcpy(out.data(), it->second.data, bs);
+      }
+      if (seal_) seal_(block + i, out);
     } else {
       RT_RETURN_IF_ERROR(inner_->Read(block + i, out));
     }

@@ -11,16 +11,19 @@
 //
 // Thread-safety: reads may run concurrently with each other; writes, Resize,
 // Freeze and ReleaseFrozen need exclusive access (the table's writer
-// lock). The bytes of frozen blocks do not change until ReleaseFrozen, so
-// another thread may write them to the inner device meanwhile.
+// lock). Between Freeze and ReleaseFrozen another thread may seal the
+// frozen blocks (SealFrozen) and write them to the inner device; their
+// bytes change only by the seal.
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_DEFERRED_DEVICE_H_
 #define ROUNDTABLE_ENGINE_INTERNAL_DEFERRED_DEVICE_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "io/block_device.h"
+#include "io/mutex.h"
 
 namespace roundtable::internal {
 
@@ -65,6 +68,17 @@ class DeferredDevice final : public io::BlockDevice {
   void Freeze();
   // The frozen blocks (empty unless between Freeze and ReleaseFrozen).
   const HeldMap& frozen() const { return frozen_; }
+
+  // How a block's image is made whole for storage (the table's bucket
+  // blocks: their checksum), or none. With one, the held blocks are
+  // frozen as they are, unsealed: the owner seals them off its writers'
+  // path (SealFrozen, before it stores them), and a read of a frozen block
+  // meanwhile seals its own copy.
+  using Seal = std::function<void(uint64_t block, std::span<std::byte>)>;
+  void set_seal(Seal seal) { seal_ = std::move(seal); }
+  // Applies the seal to every frozen block; may run on any thread while
+  // others read (each read of a frozen block waits for at most a batch).
+  void SealFrozen();
   // Frees the frozen blocks: call once their writes reached the inner
   // device.
   void ReleaseFrozen();
@@ -101,6 +115,9 @@ class DeferredDevice final : public io::BlockDevice {
   // allocating (and faulting in) them again after every checkpoint.
   std::vector<io::AlignedBuffer> chunks_;
   std::vector<std::byte*> free_;
+  Seal seal_;
+  // Guards the bytes of the frozen blocks while SealFrozen changes them.
+  Mutex frozen_mu_;
 };
 
 }  // namespace roundtable::internal

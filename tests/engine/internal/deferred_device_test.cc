@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -151,6 +152,42 @@ TEST(DeferredDeviceTest, FrozenBlocksAnswerReadsUntilReleased) {
   EXPECT_EQ(read(device, 1), blocks('i'));
   EXPECT_EQ(read(device, 2), blocks('B'));
   EXPECT_EQ(read(device, 5), blocks('\0'));
+}
+
+// With a seal, frozen blocks stay as written until SealFrozen; a read
+// meanwhile gets a sealed copy, and a read racing SealFrozen (another
+// thread) gets the same sealed bytes.
+TEST(DeferredDeviceTest, ReadsOfFrozenBlocksAreSealedBeforeTheBlocksAre) {
+  auto inner = io::NewMemoryDevice(kBlock);
+  ASSERT_TRUE(inner->Resize(200).ok());
+  DeferredDevice device(inner.get());
+  // The seal writes the block's number into its first byte.
+  device.set_seal([](uint64_t block, std::span<std::byte> bytes) {
+    bytes[0] = static_cast<std::byte>(block);
+  });
+  io::AlignedBuffer buffer(kBlock);
+  std::memset(buffer.data(), 'x', kBlock);
+  for (uint64_t b = 0; b < 200; ++b) {
+    ASSERT_TRUE(device.Write(b, buffer.span()).ok());
+  }
+  device.Freeze();
+  auto first_byte = [&](uint64_t b) {
+    io::AlignedBuffer out(kBlock);
+    EXPECT_TRUE(device.Read(b, out.span()).ok());
+    EXPECT_EQ(static_cast<char>(out.data()[1]), 'x');
+    return static_cast<uint64_t>(out.data()[0]);
+  };
+  EXPECT_EQ(first_byte(7), 7u);
+  EXPECT_EQ(static_cast<char>(device.frozen().at(7).data[0]), 'x');
+  std::thread sealer([&] { device.SealFrozen(); });
+  for (int round = 0; round < 5; ++round) {
+    for (uint64_t b = 0; b < 200; ++b) ASSERT_EQ(first_byte(b), b);
+  }
+  sealer.join();
+  for (uint64_t b = 0; b < 200; ++b) {
+    ASSERT_EQ(static_cast<uint64_t>(device.frozen().at(b).data[0]), b);
+  }
+  device.ReleaseFrozen();
 }
 
 }  // namespace
