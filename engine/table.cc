@@ -320,6 +320,13 @@ class Table::Impl {
     {
       MutexLock lock(&mu_);
       RT_RETURN_IF_ERROR(CheckWritable());
+      // What the first ops will look up about their buckets (the write
+      // buffer's and the stash's filters, whether the block is held or
+      // cached: four arrays by bucket, each a cache miss in a large
+      // table) loads while the write is logged.
+      for (size_t i = 0; i < std::min<size_t>(ops.size(), 4); ++i) {
+        PrefetchBucket(mapping_.FindBucket(Hash(ops[i].key)));
+      }
       // An in-memory table keeps no log: nothing of it outlives the
       // process.
       if (!in_memory_) {
@@ -417,7 +424,6 @@ class Table::Impl {
     std::vector<uint64_t> hash_of(keys.size());
     std::vector<int64_t> buffer_of(keys.size(), -1);
     std::vector<io::AlignedBuffer> buffers;
-    std::vector<io::ReadRequest> reads;
     for (size_t i = 0; i < keys.size(); ++i) {
       hash_of[i] = Hash(keys[i]);
       const uint64_t b = mapping_.FindBucket(hash_of[i]);
@@ -429,21 +435,13 @@ class Table::Impl {
       if (added) buffers.emplace_back(block_size());
       buffer_of[i] = static_cast<int64_t>(it->second);
     }
-    std::vector<uint64_t> missed;
+    std::vector<uint64_t> buckets(slot.size());
+    std::vector<std::span<std::byte>> into(slot.size());
     for (const auto& [b, index] : slot) {
-      if (cache_.Lookup(b, buffers[index].span())) continue;
-      if (const std::byte* held = FindHeld(b)) {
-        std::memcpy(buffers[index].data(), held, block_size());
-        continue;
-      }
-      missed.push_back(b);
-      reads.push_back({b + kHeaderBlocks, buffers[index].span()});
+      buckets[index] = b;
+      into[index] = buffers[index].span();
     }
-    absl::Status s = blocks_->ReadBatch(reads);
-    for (size_t r = 0; s.ok() && r < missed.size(); ++r) {
-      s = internal::VerifyBlock(reads[r].buffer, missed[r]);
-      if (s.ok()) cache_.Insert(missed[r], reads[r].buffer);
-    }
+    const absl::Status s = ReadBlocks(buckets, into);
     if (!s.ok()) {
       for (size_t i = 0; i < keys.size(); ++i) {
         if (buffer_of[i] >= 0) out[i] = s;
@@ -1006,6 +1004,13 @@ class Table::Impl {
     return stash_.Find(b, key, h);
   }
 
+  void PrefetchBucket(uint64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    buffer_.Prefetch(b);
+    stash_.Prefetch(b);
+    blocks_->PrefetchHeld(b + kHeaderBlocks);
+    cache_.Prefetch(b);
+  }
+
   // Whether bucket b's block is held or cached: a put edits it with no read.
   bool BlockInMemory(uint64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return blocks_->Held(b + kHeaderBlocks) != nullptr || cache_.Contains(b);
@@ -1216,6 +1221,31 @@ class Table::Impl {
     blocks_->Release(block);
   }
 
+  // The blocks of `buckets` (distinct) into `out`, as LoadBlock does each,
+  // but with the ones only the file holds read in one batch (one
+  // submission for all of them).
+  absl::Status ReadBlocks(std::span<const uint64_t> buckets,
+                          std::span<const std::span<std::byte>> out)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    std::vector<uint64_t> missed;
+    std::vector<io::ReadRequest> reads;
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      if (cache_.Lookup(buckets[i], out[i])) continue;
+      if (const std::byte* held = FindHeld(buckets[i])) {
+        std::memcpy(out[i].data(), held, block_size());
+        continue;
+      }
+      missed.push_back(buckets[i]);
+      reads.push_back({buckets[i] + kHeaderBlocks, out[i]});
+    }
+    RT_RETURN_IF_ERROR(blocks_->ReadBatch(reads));
+    for (size_t r = 0; r < missed.size(); ++r) {
+      RT_RETURN_IF_ERROR(internal::VerifyBlock(reads[r].buffer, missed[r]));
+      cache_.Insert(missed[r], reads[r].buffer);
+    }
+    return absl::OkStatus();
+  }
+
   // Bucket b's block into `out`: from the cache, or held, or from the
   // device (then verified and cached). Cached blocks were verified when
   // read, so they are not checked again.
@@ -1341,9 +1371,9 @@ class Table::Impl {
   absl::StatusOr<std::span<io::AlignedBuffer>> LoadBlocks(
       const std::vector<uint64_t>& buckets) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::span<io::AlignedBuffer> bytes = StepBuffers(step_in_, buckets.size());
-    for (size_t i = 0; i < buckets.size(); ++i) {
-      RT_RETURN_IF_ERROR(LoadBlock(buckets[i], bytes[i].span()));
-    }
+    std::vector<std::span<std::byte>> into(buckets.size());
+    for (size_t i = 0; i < buckets.size(); ++i) into[i] = bytes[i].span();
+    RT_RETURN_IF_ERROR(ReadBlocks(buckets, into));
     return bytes;
   }
 

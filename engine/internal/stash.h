@@ -48,6 +48,11 @@ class Stash {
     return nullptr;
   }
 
+  // Starts loading bucket b's filter, which the next Find there reads.
+  void Prefetch(uint64_t b) const {
+    if (b < filter_.size()) __builtin_prefetch(&filter_[b]);
+  }
+
   // Bucket b's list, or null when it has none.
   const List* ListOf(uint64_t b) const {
     if (!HasList(b)) return nullptr;
