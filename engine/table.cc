@@ -1530,6 +1530,13 @@ class Table::Impl {
     const int writers = complete ? log_ : log_ ^ 1;
     job->spare_log = files_.wal[writers ^ 1].get();
     if (!complete) {
+      // The writers will come back to the file they leave at the next
+      // checkpoint: the thread grows it again, after emptying it, to what
+      // it took this time (at most Options::checkpoint_bytes), so that
+      // they find its pages in memory rather than fault them in one by one.
+      job->spare_log_blocks = std::min<uint64_t>(
+          job->spare_log->num_blocks(),
+          options_.checkpoint_bytes / block_size() + 1);
       RT_RETURN_IF_ERROR(StartLog(writers, /*left_uncovered=*/true));
     }
     // Once the journal is durable, the log file the writers left needs no
@@ -1565,7 +1572,11 @@ class Table::Impl {
     const uint64_t durable = left_uncovered
                                  ? durable_seq_.load(std::memory_order_acquire)
                                  : applied_seq_;
-    RT_RETURN_IF_ERROR(wal_[index].Start(applied_seq_ + 1, durable));
+    // The file the writers move to when they leave one uncovered is the
+    // spare one, emptied and synced (then grown with zeros) by the last
+    // checkpoint's thread or by recovery: nothing to cut.
+    RT_RETURN_IF_ERROR(wal_[index].Start(applied_seq_ + 1, durable,
+                                         /*zeroed=*/left_uncovered));
     MutexLock log_lock(&log_mu_);
     sync_logs_ = {files_.wal[index].get(),
                   left_uncovered ? files_.wal[log_].get() : nullptr};
@@ -1708,6 +1719,7 @@ class Table::Impl {
     // emptied and synced. So whenever no checkpoint's writes are running,
     // the writers' other file is empty on disk, ready for the next one.
     io::BlockDevice* spare_log = nullptr;
+    uint64_t spare_log_blocks = 0;  // its size (zeros) once emptied
     std::array<io::BlockDevice*, 3> files{};
     std::array<std::vector<io::WriteRequest>, 3> writes;
     std::thread thread;
@@ -1733,6 +1745,11 @@ class Table::Impl {
       journal_durable();
       RT_RETURN_IF_ERROR(spare_log->Resize(0));
       RT_RETURN_IF_ERROR(spare_log->Sync());
+      // Zeros after the synced cut: whatever a power loss leaves of them,
+      // nothing older comes back.
+      if (spare_log_blocks > 0) {
+        RT_RETURN_IF_ERROR(spare_log->Resize(spare_log_blocks));
+      }
       for (size_t id = 0; id < files.size(); ++id) {
         RT_RETURN_IF_ERROR(files[id]->WriteBatch(writes[id]));
         internal::KillPoint("checkpoint: written in place");

@@ -32,8 +32,9 @@ WalWriter::WalWriter(io::BlockDevice* device)
       block_size_(device->block_size()),
       stage_(device->block_size()) {}
 
-absl::Status WalWriter::Start(uint64_t next_seq, uint64_t durable_seq) {
-  RT_RETURN_IF_ERROR(device_->Resize(0));
+absl::Status WalWriter::Start(uint64_t next_seq, uint64_t durable_seq,
+                              bool zeroed) {
+  if (!zeroed) RT_RETURN_IF_ERROR(device_->Resize(0));
   std::memset(stage_.data(), 0, stage_.size());
   tail_block_ = 0;
   tail_fill_ = 0;
@@ -90,7 +91,7 @@ absl::Status WalWriter::Append(std::string_view payload) {
   }
   // The device holds the tail's bytes before the record already, and zeros
   // after it (a log grows with zero blocks; Start and Resume cut what
-  // followed its records).
+  // followed its records, or find zeros there).
   RT_RETURN_IF_ERROR(device_->WriteChanged(
       tail_block_, stage_.span().subspan(0, blocks * block_size_), tail_fill_,
       end));

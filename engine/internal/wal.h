@@ -50,8 +50,12 @@ class WalWriter {
 
   // Empties the log; the next record appended must carry `next_seq`, and
   // the durable mark starts at `durable_seq` (records up to it are synced,
-  // in this log or another, or covered by a durable checkpoint).
-  absl::Status Start(uint64_t next_seq, uint64_t durable_seq);
+  // in this log or another, or covered by a durable checkpoint). With
+  // `zeroed` the device holds nothing but zeros already (it was cut to
+  // nothing and synced, and perhaps grown since, with zeros): it keeps its
+  // size, and the records go over the zeros.
+  absl::Status Start(uint64_t next_seq, uint64_t durable_seq,
+                     bool zeroed = false);
 
   // Continues the log after its first `end` bytes, the records a replay
   // found whole, the last of them numbered next_seq - 1: cuts what follows

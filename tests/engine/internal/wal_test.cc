@@ -1,5 +1,5 @@
 // The write-ahead log: records read back exactly, in order; a log restarted
-// under a later number; the number of its first whole record; power losses that drop, keep or tear unsynced blocks
+// under a later number, or over zeros; the number of its first whole record; power losses that drop, keep or tear unsynced blocks
 // leave a prefix holding every synced record; a flipped bit ends the log
 // before the damaged record, never returning wrong bytes.
 #include "engine/internal/wal.h"
@@ -84,6 +84,26 @@ TEST(WalTest, RestartForgetsTheOldLog) {
   EXPECT_EQ(got[1], std::make_pair(uint64_t{52}, std::string("c")));
   // A gap in the numbers ends the log: records after 52 are not there.
   EXPECT_TRUE(ReadAll(*device, 60).empty());
+}
+
+// A log started over zeros (a file cut, synced, then grown with zeros)
+// keeps the file's size, and its records read back as from a cut file,
+// including past the zeros it started with.
+TEST(WalTest, StartOverZerosKeepsTheSize) {
+  auto device = io::NewMemoryDevice(512);
+  ASSERT_TRUE(device->Resize(8).ok());
+  WalWriter wal(device.get());
+  ASSERT_TRUE(wal.Start(7, 6, /*zeroed=*/true).ok());
+  EXPECT_EQ(device->num_blocks(), 8u);
+  std::mt19937_64 rng(3);
+  std::vector<std::pair<uint64_t, std::string>> want;
+  for (uint64_t seq = 7; seq < 40; ++seq) {
+    want.emplace_back(seq, Payload(rng, seq, 512));
+    ASSERT_TRUE(wal.Append(want.back().second).ok());
+  }
+  EXPECT_GT(device->num_blocks(), 8u);
+  EXPECT_EQ(ReadAll(*device, 6), want);
+  EXPECT_EQ(FirstWalSeq(*device).value(), std::optional<uint64_t>(7));
 }
 
 // FirstWalSeq, which orders the log's two files at recovery: the number of
