@@ -321,9 +321,9 @@ class Table::Impl {
       MutexLock lock(&mu_);
       RT_RETURN_IF_ERROR(CheckWritable());
       // What the first ops will look up about their buckets (the write
-      // buffer's and the stash's filters, whether the block is held or
-      // cached: four arrays by bucket, each a cache miss in a large
-      // table) loads while the write is logged.
+      // buffer's and the stash's filters, the write buffer's list, whether
+      // the block is held or cached: each a cache miss in a large table)
+      // loads while the write is logged.
       for (size_t i = 0; i < std::min<size_t>(ops.size(), 4); ++i) {
         PrefetchBucket(mapping_.FindBucket(Hash(ops[i].key)));
       }
@@ -1006,6 +1006,8 @@ class Table::Impl {
 
   void PrefetchBucket(uint64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     buffer_.Prefetch(b);
+    // Past the held blocks' budget most puts join the write buffer.
+    if (buffer_limit_ > 0) buffer_.PrefetchList(b);
     stash_.Prefetch(b);
     blocks_->PrefetchHeld(b + kHeaderBlocks);
     cache_.Prefetch(b);

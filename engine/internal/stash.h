@@ -52,6 +52,8 @@ class Stash {
   void Prefetch(uint64_t b) const {
     if (b < filter_.size()) __builtin_prefetch(&filter_[b]);
   }
+  // Starts loading where the hash map keeps (or would add) bucket b's list.
+  void PrefetchList(uint64_t b) const { lists_.prefetch(b); }
 
   // Bucket b's list, or null when it has none.
   const List* ListOf(uint64_t b) const {
