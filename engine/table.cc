@@ -1453,9 +1453,9 @@ class Table::Impl {
     return Fail(CheckpointLocked(/*complete=*/false));
   }
 
-  // The held blocks of the block file (sealed by the thread first) and of
-  // the stash copy, and the next superblock, first into the journal, synced: the
-  // checkpoint's commit point, after which Open lays the journal over the
+  // The held blocks of the block file (sealed by the thread first), of the
+  // stash copy and of the write buffer's, and the next superblock, first
+  // into the journal, synced: the checkpoint's commit point, after which Open lays the journal over the
   // files (its superblock is the table's). Then the images in place, their
   // write-back started but not waited for. Both run on a thread of their
   // own (CheckpointWrites) while the writers go on, logging to the other
@@ -1564,11 +1564,11 @@ class Table::Impl {
   // the writers to it. `left_uncovered`: the file they leave holds records
   // that no durable checkpoint covers yet (the journal that will is being
   // written), so syncs cover it too until the journal is durable, and the
-  // durable mark stays where the syncs left it. The file they move to is
-  // then already empty on disk (the spare log file: CheckpointWrites), so
-  // that no power loss can bring older records back at its start, before
-  // new ones with higher durable marks, and make recovery take it for the
-  // older file.
+  // durable mark stays where the syncs left it. The file they move to
+  // then holds nothing but zeros on disk (the spare log file:
+  // CheckpointWrites), so that no power loss can bring older records back
+  // at its start, before new ones with higher durable marks, and make
+  // recovery take it for the older file.
   absl::Status StartLog(int index, bool left_uncovered)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const uint64_t durable = left_uncovered
@@ -1702,10 +1702,10 @@ class Table::Impl {
     std::array<uint64_t, 3> sizes{};
   };
   std::optional<Pending> pending_ ABSL_GUARDED_BY(mu_);
-  // A checkpoint's writes, on a thread of their own: the journal, synced,
-  // then each file's images in place and their write-back started. The
-  // images are the frozen blocks of the deferred devices, unchanged until
-  // FinishCheckpointWrites.
+  // A checkpoint's writes, on a thread of their own: the bucket blocks
+  // sealed, the journal, synced, then each file's images in place and their
+  // write-back started. The images are the frozen blocks of the deferred
+  // devices, unchanged but for the seal until FinishCheckpointWrites.
   struct CheckpointWrites {
     // The device whose frozen blocks the thread seals first.
     internal::DeferredDevice* unsealed = nullptr;
@@ -1719,7 +1719,8 @@ class Table::Impl {
     // one they left, or after a complete checkpoint the other): its
     // records are covered once the journal is durable, and it is then
     // emptied and synced. So whenever no checkpoint's writes are running,
-    // the writers' other file is empty on disk, ready for the next one.
+    // the writers' other file holds nothing but zeros on disk, ready for
+    // the next one.
     io::BlockDevice* spare_log = nullptr;
     uint64_t spare_log_blocks = 0;  // its size (zeros) once emptied
     std::array<io::BlockDevice*, 3> files{};

@@ -39,7 +39,7 @@ class DeferredDevice final : public io::BlockDevice {
 
   // The held blocks, by block number (all below num_blocks()), in no
   // particular order. The owner may change their bytes in place (the table
-  // seals bucket blocks at a checkpoint).
+  // builds and edits bucket blocks where they are held).
   struct HeldBlock {
     std::byte* data;
     size_t size;
