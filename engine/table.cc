@@ -1455,10 +1455,11 @@ class Table::Impl {
 
   // The held blocks of the block file (sealed by the thread first), of the
   // stash copy and of the write buffer's, and the next superblock, first
-  // into the journal, synced: the checkpoint's commit point, after which Open lays the journal over the
-  // files (its superblock is the table's). Then the images in place, their
-  // write-back started but not waited for. Both run on a thread of their
-  // own (CheckpointWrites) while the writers go on, logging to the other
+  // into the journal, synced: the checkpoint's commit point, after which
+  // Open lays the journal over the files (its superblock is the table's).
+  // Then the images in place, their write-back started but not waited
+  // for. Both run on a thread of their own (CheckpointWrites) while the
+  // writers go on, logging to the other
   // log file: the thread empties the one they leave once the journal is
   // durable, and the next checkpoint waits for the thread first. The
   // checkpoint is complete (CompleteCheckpoint: the files synced, the
