@@ -1439,7 +1439,8 @@ class Table::Impl {
 
   // Starts a checkpoint when the log passes Options::checkpoint_bytes, or
   // the held blocks pass that or the block cache's size, whichever is
-  // larger (Options::checkpoint_bytes says why).
+  // larger (Options::checkpoint_bytes says why); a quarter later if the
+  // last checkpoint's writes are still running then.
   absl::Status MaybeCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     // The last checkpoint's writes, once done, free their images.
     if (checkpoint_writes_ != nullptr && checkpoint_writes_->Done()) {
@@ -1447,7 +1448,14 @@ class Table::Impl {
     }
     const uint64_t held = blocks_->held_bytes() + stash_device_->held_bytes() +
                           buffer_device_->held_bytes();
-    if (held < HeldLimit() && wal_[log_].bytes() < options_.checkpoint_bytes) {
+    const uint64_t logged = wal_[log_].bytes();
+    if (held < HeldLimit() && logged < options_.checkpoint_bytes) {
+      return absl::OkStatus();
+    }
+    // While the last checkpoint's writes still run, the writers go on
+    // rather than wait for them, up to a quarter past either limit.
+    if (checkpoint_writes_ != nullptr && held < HeldLimit() / 4 * 5 &&
+        logged < options_.checkpoint_bytes / 4 * 5) {
       return absl::OkStatus();
     }
     return Fail(CheckpointLocked(/*complete=*/false));

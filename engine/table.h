@@ -67,7 +67,9 @@ struct Options {
   // as much memory as the cache (or checkpoint_bytes) besides it, and the
   // last checkpoint's blocks stay in memory too until a thread of its own
   // has written them to the journal and in place (while the writers go on,
-  // logging to the log's other file). A checkpoint
+  // logging to the log's other file). While that thread still runs, the
+  // next checkpoint waits until the log or the held blocks pass their
+  // limit by a quarter, rather than have the writers wait. A checkpoint
   // writes every held block twice (journal, then in place), so
   // random updates spread over a large table cost far less when many land
   // on each block between checkpoints: a cache large enough for the table
