@@ -32,6 +32,10 @@ std::byte* DeferredDevice::Allocate() {
 }
 
 void DeferredDevice::Freeze() {
+  {
+    MutexLock lock(&frozen_mu_);
+    frozen_sealed_ = !seal_;
+  }
   for (auto& [block, bytes] : held_) index_[block] = nullptr;
   frozen_ = std::move(held_);
   held_.clear();
@@ -43,10 +47,14 @@ void DeferredDevice::SealFrozen() {
   // In batches, so that a read of a frozen block never waits long.
   constexpr size_t kBatch = 64;
   auto it = frozen_.begin();
-  while (it != frozen_.end()) {
+  while (true) {
     MutexLock lock(&frozen_mu_);
     for (size_t n = 0; n < kBatch && it != frozen_.end(); ++n, ++it) {
       seal_(it->first, it->second.span());
+    }
+    if (it == frozen_.end()) {
+      frozen_sealed_ = true;
+      return;
     }
   }
 }
@@ -66,11 +74,13 @@ absl::Status DeferredDevice::DoRead(uint64_t block,
     } else if (block + i >= zero_from_ || block + i >= inner_->num_blocks()) {
       std::memset(out.data(), 0, bs);
     } else if (auto it = frozen_.find(block + i); it != frozen_.end()) {
+      bool sealed;
       {
         MutexLock lock(&frozen_mu_);
         std::memcpy(out.data(), it->second.data, bs);
+        sealed = frozen_sealed_;
       }
-      if (seal_) seal_(block + i, out);
+      if (!sealed) seal_(block + i, out);
     } else {
       RT_RETURN_IF_ERROR(inner_->Read(block + i, out));
     }

@@ -77,7 +77,7 @@ class DeferredDevice final : public io::BlockDevice {
   // blocks: their checksum), or none. With one, the held blocks are
   // frozen as they are, unsealed: the owner seals them off its writers'
   // path (SealFrozen, before it stores them), and a read of a frozen block
-  // meanwhile seals its own copy.
+  // before SealFrozen is done seals its own copy.
   using Seal = std::function<void(uint64_t block, std::span<std::byte>)>;
   void set_seal(Seal seal) { seal_ = std::move(seal); }
   // Applies the seal to every frozen block; may run on any thread while
@@ -122,6 +122,9 @@ class DeferredDevice final : public io::BlockDevice {
   Seal seal_;
   // Guards the bytes of the frozen blocks while SealFrozen changes them.
   Mutex frozen_mu_;
+  // Every frozen block is sealed (or there is no seal): a read of one
+  // needs no seal of its own.
+  bool frozen_sealed_ ABSL_GUARDED_BY(frozen_mu_) = true;
 };
 
 }  // namespace roundtable::internal

@@ -3,6 +3,7 @@
 // are applied, after which the inner device equals the model.
 #include "engine/internal/deferred_device.h"
 
+#include <atomic>
 #include <cstring>
 #include <random>
 #include <string>
@@ -155,15 +156,17 @@ TEST(DeferredDeviceTest, FrozenBlocksAnswerReadsUntilReleased) {
 }
 
 // With a seal, frozen blocks stay as written until SealFrozen; a read
-// meanwhile gets a sealed copy, and a read racing SealFrozen (another
-// thread) gets the same sealed bytes.
+// meanwhile gets a sealed copy, a read racing SealFrozen (another thread)
+// gets the same sealed bytes, and a read after it seals nothing.
 TEST(DeferredDeviceTest, ReadsOfFrozenBlocksAreSealedBeforeTheBlocksAre) {
   auto inner = io::NewMemoryDevice(kBlock);
   ASSERT_TRUE(inner->Resize(200).ok());
   DeferredDevice device(inner.get());
   // The seal writes the block's number into its first byte.
-  device.set_seal([](uint64_t block, std::span<std::byte> bytes) {
+  std::atomic<int> seals{0};
+  device.set_seal([&](uint64_t block, std::span<std::byte> bytes) {
     bytes[0] = static_cast<std::byte>(block);
+    seals.fetch_add(1);
   });
   io::AlignedBuffer buffer(kBlock);
   std::memset(buffer.data(), 'x', kBlock);
@@ -187,6 +190,10 @@ TEST(DeferredDeviceTest, ReadsOfFrozenBlocksAreSealedBeforeTheBlocksAre) {
   for (uint64_t b = 0; b < 200; ++b) {
     ASSERT_EQ(static_cast<uint64_t>(device.frozen().at(b).data[0]), b);
   }
+  // Once every frozen block is sealed, a read copies it as it is.
+  seals = 0;
+  for (uint64_t b = 0; b < 200; ++b) ASSERT_EQ(first_byte(b), b);
+  EXPECT_EQ(seals.load(), 0);
   device.ReleaseFrozen();
 }
 
