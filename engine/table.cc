@@ -436,12 +436,8 @@ class Table::Impl {
       buffer_of[i] = static_cast<int64_t>(it->second);
     }
     std::vector<uint64_t> buckets(slot.size());
-    std::vector<std::span<std::byte>> into(slot.size());
-    for (const auto& [b, index] : slot) {
-      buckets[index] = b;
-      into[index] = buffers[index].span();
-    }
-    const absl::Status s = ReadBlocks(buckets, into);
+    for (const auto& [b, index] : slot) buckets[index] = b;
+    const absl::Status s = ReadBlocks(buckets, buffers);
     if (!s.ok()) {
       for (size_t i = 0; i < keys.size(); ++i) {
         if (buffer_of[i] >= 0) out[i] = s;
@@ -1227,18 +1223,18 @@ class Table::Impl {
   // but with the ones only the file holds read in one batch (one
   // submission for all of them).
   absl::Status ReadBlocks(std::span<const uint64_t> buckets,
-                          std::span<const std::span<std::byte>> out)
+                          std::span<io::AlignedBuffer> out)
       ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     std::vector<uint64_t> missed;
     std::vector<io::ReadRequest> reads;
     for (size_t i = 0; i < buckets.size(); ++i) {
-      if (cache_.Lookup(buckets[i], out[i])) continue;
+      if (cache_.Lookup(buckets[i], out[i].span())) continue;
       if (const std::byte* held = FindHeld(buckets[i])) {
         std::memcpy(out[i].data(), held, block_size());
         continue;
       }
       missed.push_back(buckets[i]);
-      reads.push_back({buckets[i] + kHeaderBlocks, out[i]});
+      reads.push_back({buckets[i] + kHeaderBlocks, out[i].span()});
     }
     RT_RETURN_IF_ERROR(blocks_->ReadBatch(reads));
     for (size_t r = 0; r < missed.size(); ++r) {
@@ -1373,9 +1369,7 @@ class Table::Impl {
   absl::StatusOr<std::span<io::AlignedBuffer>> LoadBlocks(
       const std::vector<uint64_t>& buckets) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::span<io::AlignedBuffer> bytes = StepBuffers(step_in_, buckets.size());
-    std::vector<std::span<std::byte>> into(buckets.size());
-    for (size_t i = 0; i < buckets.size(); ++i) into[i] = bytes[i].span();
-    RT_RETURN_IF_ERROR(ReadBlocks(buckets, into));
+    RT_RETURN_IF_ERROR(ReadBlocks(buckets, bytes));
     return bytes;
   }
 
@@ -1467,14 +1461,14 @@ class Table::Impl {
   // Open lays the journal over the files (its superblock is the table's).
   // Then the images in place, their write-back started but not waited
   // for. Both run on a thread of their own (CheckpointWrites) while the
-  // writers go on, logging to the other
-  // log file: the thread empties the one they leave once the journal is
-  // durable, and the next checkpoint waits for the thread first. The
-  // checkpoint is complete (CompleteCheckpoint: the files synced, the
-  // superblock in place) at once when `complete` (the writers then stay in
-  // their log file, emptied), else at the next checkpoint, Sync or Close;
-  // until then the journal is its only durable copy. A crash before the
-  // journal is complete leaves the last checkpoint and both log files.
+  // writers go on, logging to the other log file: the thread empties the
+  // one they leave once the journal is durable, and the next checkpoint
+  // waits for the thread first. The checkpoint is complete
+  // (CompleteCheckpoint: the files synced, the superblock in place) at
+  // once when `complete` (the writers then stay in their log file,
+  // emptied), else at the next checkpoint, Sync or Close; until then the
+  // journal is its only durable copy. A crash before the journal is
+  // complete leaves the last checkpoint and both log files.
   absl::Status CheckpointLocked(bool complete)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     // The journal is about to be overwritten: the checkpoint it holds must
