@@ -23,7 +23,10 @@ size_t EntrySize(std::string_view key, std::string_view value) {
 }  // namespace
 
 StashLog::StashLog(io::BlockDevice* device, uint64_t epoch, uint64_t blocks)
-    : device_(device), epoch_(epoch), blocks_(blocks) {}
+    : device_(device),
+      epoch_(epoch),
+      blocks_(blocks),
+      tail_(device->block_size()) {}
 
 absl::StatusOr<absl::flat_hash_map<std::string, std::string>> StashLog::Load(
     io::BlockDevice& device, uint64_t epoch, uint64_t blocks,
@@ -77,16 +80,30 @@ absl::StatusOr<absl::flat_hash_map<std::string, std::string>> StashLog::Load(
 }
 
 absl::Status StashLog::ResumeTail() {
-  tail_.clear();
-  tail_count_ = 0;
+  ClearTail();
   tail_dirty_ = false;
   if (blocks_ == 0) return absl::OkStatus();
-  io::AlignedBuffer buffer(device_->block_size());
-  RT_RETURN_IF_ERROR(device_->Read(blocks_ - 1, buffer.span()));
-  const char* p = reinterpret_cast<const char*>(buffer.data());
-  tail_.assign(p + kBlockHeaderBytes, GetFixed32(p + kUsedAt));
+  RT_RETURN_IF_ERROR(device_->Read(blocks_ - 1, tail_.span()));
+  char* p = reinterpret_cast<char*>(tail_.data());
+  tail_used_ = GetFixed32(p + kUsedAt);
   tail_count_ = GetFixed32(p + kCountAt);
+  if (tail_used_ > tail_.size() - kBlockHeaderBytes) {
+    const uint32_t used = tail_used_;
+    std::memset(tail_.data(), 0, tail_.size());
+    tail_used_ = tail_count_ = 0;
+    return absl::DataLossError(
+        absl::StrCat("copy's tail block ", blocks_ - 1, " holds ", used,
+                     " bytes of entries"));
+  }
+  std::memset(p + kBlockHeaderBytes + tail_used_, 0,
+              tail_.size() - kBlockHeaderBytes - tail_used_);
   return absl::OkStatus();
+}
+
+void StashLog::ClearTail() {
+  std::memset(tail_.data() + kBlockHeaderBytes, 0, tail_used_);
+  tail_used_ = 0;
+  tail_count_ = 0;
 }
 
 absl::Status StashLog::AppendPut(std::string_view key, std::string_view value) {
@@ -115,21 +132,20 @@ absl::Status StashLog::Flush() {
 absl::Status StashLog::AddToTail(char op, std::string_view key,
                                  std::string_view value, bool write_full_tail) {
   const size_t room = device_->block_size() - kBlockHeaderBytes;
-  if (blocks_ == 0 || tail_.size() + EntrySize(key, value) > room) {
+  if (blocks_ == 0 || tail_used_ + EntrySize(key, value) > room) {
     if (write_full_tail && blocks_ > 0 && tail_dirty_) {
       RT_RETURN_IF_ERROR(WriteTail());
     }
     // Start a new tail block.
-    tail_.clear();
-    tail_count_ = 0;
+    ClearTail();
     ++blocks_;
     if (device_->num_blocks() < blocks_) {
       RT_RETURN_IF_ERROR(device_->Resize(blocks_));
     }
   }
-  const size_t at = tail_.size();
-  tail_.resize(at + EntrySize(key, value));
-  char* p = tail_.data() + at;
+  char* p =
+      reinterpret_cast<char*>(tail_.data()) + kBlockHeaderBytes + tail_used_;
+  tail_used_ += static_cast<uint32_t>(EntrySize(key, value));
   *p++ = op;
   p = PutVarint(p, key.size());
   p = PutVarint(p, value.size());
@@ -142,17 +158,14 @@ absl::Status StashLog::AddToTail(char op, std::string_view key,
 }
 
 absl::Status StashLog::WriteTail() {
-  const uint32_t bs = device_->block_size();
-  io::AlignedBuffer buffer(bs);
-  char* p = reinterpret_cast<char*>(buffer.data());
+  char* p = reinterpret_cast<char*>(tail_.data());
   PutFixed32(p + kMagicAt, kStashLogMagic);
   PutFixed32(p + kCountAt, tail_count_);
   PutFixed64(p + kEpochAt, epoch_);
-  PutFixed32(p + kUsedAt, static_cast<uint32_t>(tail_.size()));
-  std::memcpy(p + kBlockHeaderBytes, tail_.data(), tail_.size());
-  PutFixed64(p + kChecksumAt, BlockChecksum(p, bs));
+  PutFixed32(p + kUsedAt, tail_used_);
+  PutFixed64(p + kChecksumAt, BlockChecksum(p, tail_.size()));
   ++block_writes_;
-  RT_RETURN_IF_ERROR(device_->Write(blocks_ - 1, buffer.span()));
+  RT_RETURN_IF_ERROR(device_->Write(blocks_ - 1, tail_.span()));
   tail_dirty_ = false;
   return absl::OkStatus();
 }
@@ -161,8 +174,7 @@ absl::Status StashLog::Rewrite(
     const std::vector<std::pair<std::string_view, std::string_view>>& live) {
   ++epoch_;
   blocks_ = 0;
-  tail_.clear();
-  tail_count_ = 0;
+  ClearTail();
   tail_dirty_ = false;
   // Each block is written once, when it is full or at the end.
   for (const auto& [key, value] : live) {

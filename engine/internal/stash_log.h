@@ -68,13 +68,19 @@ class StashLog {
   // fit (writing the full one first when `write_full_tail`).
   absl::Status AddToTail(char op, std::string_view key, std::string_view value,
                          bool write_full_tail);
-  // Encodes the tail (entries_) into block `blocks_ - 1` and writes it.
+  // Empties the tail block (its entry bytes back to zeros).
+  void ClearTail();
+  // Completes the tail block's header and checksum and writes it as block
+  // `blocks_ - 1`.
   absl::Status WriteTail();
 
   io::BlockDevice* device_;
   uint64_t epoch_;
-  uint64_t blocks_;          // blocks in use; the last is the tail
-  std::string tail_;         // encoded entries of the tail block
+  uint64_t blocks_;  // blocks in use; the last is the tail
+  // The tail block as it is written: its entries are encoded in place,
+  // after the header, and the bytes past them are zeros.
+  io::AlignedBuffer tail_;
+  uint32_t tail_used_ = 0;   // bytes of entries in the tail block
   uint32_t tail_count_ = 0;  // entries in the tail block
   bool tail_dirty_ = false;  // the tail holds entries not yet written
   uint64_t block_writes_ = 0;
