@@ -510,9 +510,12 @@ class Table::Impl {
     return MaybeDrainBuffer();
   }
 
-  // Applies a put to the key's block (or its stash list).
+  // Applies a put to the key's block (or its stash list). `owned`, if not
+  // null, is a record whose key and value these are, given up to the
+  // stash if the record lands there.
   absl::Status PutInBlock(std::string_view key, std::string_view value,
-                          uint64_t h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                          uint64_t h, Record* owned = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const size_t size = internal::EncodedSize(key, value);
     bool grown = false;
     while (true) {
@@ -569,8 +572,10 @@ class Table::Impl {
       }
       data_bytes_ = data_bytes_ - old + size;
       if (!block->Append(key, value, internal::TagOf(h))) {
-        RT_RETURN_IF_ERROR(Fail(
-            AddToStash(b, h, Record{std::string(key), std::string(value)})));
+        RT_RETURN_IF_ERROR(Fail(AddToStash(
+            b, h,
+            owned != nullptr ? std::move(*owned)
+                             : Record{std::string(key), std::string(value)})));
       }
       ++logical_.put_writes;
       return Fail(RefillFromStash(*block, b));
@@ -1085,11 +1090,11 @@ class Table::Impl {
   // Applies every buffered put of bucket b to its block.
   absl::Status DrainBucket(uint64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ++logical_.buffer_drains;
-    const internal::Stash::Taken taken = buffer_.Take(b);
-    for (const internal::Stash::Entry& e : taken) {
-      const Record& r = e.record;
+    internal::Stash::Taken taken = buffer_.Take(b);
+    for (internal::Stash::Entry& e : taken) {
+      Record& r = e.record;
       RT_RETURN_IF_ERROR(Fail(buffer_log_.AppendRemove(r.key)));
-      RT_RETURN_IF_ERROR(Fail(PutInBlock(r.key, r.value, e.hash)));
+      RT_RETURN_IF_ERROR(Fail(PutInBlock(r.key, r.value, e.hash, &r)));
       internal::KillPoint("buffer: put drained");
     }
     return absl::OkStatus();
@@ -1284,9 +1289,10 @@ class Table::Impl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     // Each rebuilt block is made where it is held (the sources were read
     // into `bytes` before): the edit is the write, as in EditBlock.
-    absl::flat_hash_map<uint64_t, size_t> slot;  // bucket -> index in blocks
-    std::vector<internal::EncodedBlock> blocks;
-    blocks.reserve(rebuilt.size());
+    auto& slot = step_slot_;  // bucket -> index in blocks
+    auto& blocks = step_blocks_;
+    slot.clear();
+    blocks.clear();
     for (size_t i = 0; i < rebuilt.size(); ++i) {
       cache_.Drop(rebuilt[i]);
       blocks.push_back(BlockView(blocks_->Hold(rebuilt[i] + kHeaderBlocks)));
@@ -1302,7 +1308,8 @@ class Table::Impl {
     }
     // Records leaving the stash are logged as removals, records entering it
     // as puts; a record that stays in the stash needs no entry.
-    std::vector<internal::Stash::Entry> from_stash;
+    auto& from_stash = step_stash_;
+    from_stash.clear();
     for (const uint64_t b : sources) {
       for (internal::Stash::Entry& e : stash_.Take(b)) {
         from_stash.push_back(std::move(e));
@@ -1495,14 +1502,17 @@ class Table::Impl {
     // The held bucket blocks, clean once in place, go to the cache as they
     // are; the thread seals them before it writes them (the cache keeps
     // no checksum: its blocks are never verified again).
+    std::vector<internal::BlockCache::Block> clean;
+    clean.reserve(blocks_->held().size());
     for (auto& [block, bytes] : blocks_->held()) {
       // Superblock images held from a replayed journal are superseded.
       if (block < kHeaderBlocks) continue;
       entries.push_back({kBlocksFileId, block, bytes.span()});
       if (block - kHeaderBlocks < mapping_.num_buckets()) {
-        cache_.Insert(block - kHeaderBlocks, bytes.span());
+        clean.push_back({block - kHeaderBlocks, bytes.span()});
       }
     }
+    cache_.InsertAll(clean);
     for (const auto& [block, bytes] : stash_device_->held()) {
       entries.push_back({kStashFileId, block, bytes.span()});
     }
@@ -1662,6 +1672,11 @@ class Table::Impl {
   io::AlignedBuffer work_ ABSL_GUARDED_BY(mu_);
   // The blocks a grow or shrink step reads.
   std::vector<io::AlignedBuffer> step_in_ ABSL_GUARDED_BY(mu_);
+  // Redistribute's scratch, kept from step to step: the rebuilt blocks,
+  // each bucket's index among them, and the records taken from the stash.
+  std::vector<internal::EncodedBlock> step_blocks_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, size_t> step_slot_ ABSL_GUARDED_BY(mu_);
+  std::vector<internal::Stash::Entry> step_stash_ ABSL_GUARDED_BY(mu_);
   const size_t payload_;
 
   internal::Stash stash_ ABSL_GUARDED_BY(mu_);

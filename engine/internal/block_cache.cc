@@ -58,6 +58,16 @@ uint32_t BlockCache::TakeSlot() {
 void BlockCache::Insert(uint64_t b, std::span<const std::byte> bytes) {
   if (!enabled()) return;
   MutexLock lock(&mu_);
+  InsertLocked(b, bytes);
+}
+
+void BlockCache::InsertAll(std::span<const Block> blocks) {
+  if (!enabled()) return;
+  MutexLock lock(&mu_);
+  for (const Block& block : blocks) InsertLocked(block.bucket, block.bytes);
+}
+
+void BlockCache::InsertLocked(uint64_t b, std::span<const std::byte> bytes) {
   uint32_t slot = SlotOf(b);
   if (slot != kNoSlot) {
     Reference(b);

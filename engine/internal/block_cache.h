@@ -74,6 +74,12 @@ class BlockCache {
   // Keeps `bytes` as bucket b's block (replacing an older copy), evicting
   // the clock's victim when full.
   void Insert(uint64_t b, std::span<const std::byte> bytes);
+  // Insert of each of `blocks`, in order, under one hold of the mutex.
+  struct Block {
+    uint64_t bucket;
+    std::span<const std::byte> bytes;
+  };
+  void InsertAll(std::span<const Block> blocks);
 
   // Forgets bucket b (released by a shrink).
   void Drop(uint64_t b);
@@ -100,6 +106,8 @@ class BlockCache {
   std::byte* BytesOf(uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return arena_.data() + static_cast<size_t>(slot) * block_size_;
   }
+  void InsertLocked(uint64_t b, std::span<const std::byte> bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A slot for a new block: a free one, or the clock's victim.
   uint32_t TakeSlot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
