@@ -259,7 +259,7 @@ class Table::Impl {
         internal::StashLog::Load(device, copy.epoch(), copy.blocks(), what));
     for (auto& [key, value] : live) {
       const uint64_t h = Hash(key);
-      records.Add(mapping_.FindBucket(h), h, Record{key, std::move(value)});
+      records.Add(mapping_.FindBucket(h), h, Record(key, value));
     }
     return copy.ResumeTail();
   }
@@ -270,7 +270,7 @@ class Table::Impl {
     const uint64_t h = Hash(key);
     const uint64_t b = mapping_.FindBucket(h);
     if (const Record* r = FindInMemory(b, key, h)) {
-      value->assign(r->value);
+      value->assign(r->value());
       return absl::OkStatus();
     }
     logical_get_reads_.fetch_add(1, std::memory_order_relaxed);
@@ -428,7 +428,7 @@ class Table::Impl {
       hash_of[i] = Hash(keys[i]);
       const uint64_t b = mapping_.FindBucket(hash_of[i]);
       if (const Record* r = FindInMemory(b, keys[i], hash_of[i])) {
-        out[i] = r->value;
+        out[i] = r->value();
         continue;
       }
       auto [it, added] = slot.emplace(b, buffers.size());
@@ -467,7 +467,7 @@ class Table::Impl {
     RT_RETURN_IF_ERROR(LoadBlock(b, buffer.span()));
     internal::EncodedBlock(buffer.span())
         .ForEach([&](std::string_view k, std::string_view v) {
-          out->push_back(Record{std::string(k), std::string(v)});
+          out->push_back(Record(k, v));
         });
     if (const internal::Stash::List* list = stash_.ListOf(b)) {
       for (const internal::Stash::Entry& e : *list) out->push_back(e.record);
@@ -476,10 +476,10 @@ class Table::Impl {
     if (const internal::Stash::List* list = buffer_.ListOf(b)) {
       absl::flat_hash_set<std::string_view> buffered;
       for (const internal::Stash::Entry& e : *list) {
-        buffered.insert(e.record.key);
+        buffered.insert(e.record.key());
       }
       std::erase_if(*out,
-                    [&](const Record& r) { return buffered.contains(r.key); });
+                    [&](const Record& r) { return buffered.contains(r.key()); });
       for (const internal::Stash::Entry& e : *list) out->push_back(e.record);
     }
     return absl::OkStatus();
@@ -498,7 +498,7 @@ class Table::Impl {
       buffer_.SetValue(buffered, value);
     } else if (buffer_limit_ > 0 && !EditsInPlace(b) &&
                stash_.Find(b, key, h) == nullptr) {
-      buffer_.Add(b, h, Record{std::string(key), std::string(value)});
+      buffer_.Add(b, h, Record(key, value));
     } else {
       return PutInBlock(key, value, h);
     }
@@ -527,7 +527,7 @@ class Table::Impl {
       std::optional<internal::EncodedBlock::Found> found;
       size_t old = 0;
       if (stashed != nullptr) {
-        old = internal::EncodedSize(stashed->key, stashed->value);
+        old = internal::EncodedSize(stashed->key(), stashed->value());
       } else {
         RT_ASSIGN_OR_RETURN(block, EditBlock(b));
         ++logical_.put_reads;
@@ -575,7 +575,7 @@ class Table::Impl {
         RT_RETURN_IF_ERROR(Fail(AddToStash(
             b, h,
             owned != nullptr ? std::move(*owned)
-                             : Record{std::string(key), std::string(value)})));
+                             : Record(key, value))));
       }
       ++logical_.put_writes;
       return Fail(RefillFromStash(*block, b));
@@ -589,7 +589,7 @@ class Table::Impl {
     const uint64_t h = Hash(key);
     const uint64_t b = mapping_.FindBucket(h);
     if (buffer_.Find(b, key, h) != nullptr) {
-      buffer_.Filter(b, [&](const Record& r) { return r.key != key; });
+      buffer_.Filter(b, [&](const Record& r) { return r.key() != key; });
       RT_RETURN_IF_ERROR(Fail(buffer_log_.AppendRemove(key)));
       RT_RETURN_IF_ERROR(Fail(MaybeRewriteBufferCopy()));
     }
@@ -751,16 +751,16 @@ class Table::Impl {
     };
     auto note = [&](const Record& r, uint64_t b,
                     const char* where) -> absl::Status {
-      const uint64_t home = mapping_.FindBucket(Hash(r.key));
+      const uint64_t home = mapping_.FindBucket(Hash(r.key()));
       if (home != b) {
         return fault("a record in the ", where, " of bucket ", b,
                      " belongs to bucket ", home);
       }
-      if (!seen.emplace(r.key, b).second) {
+      if (!seen.emplace(r.key(), b).second) {
         return fault("a key appears twice (bucket ", b, ")");
       }
       ++records;
-      bytes += internal::EncodedSize(r.key, r.value);
+      bytes += internal::EncodedSize(r.key(), r.value());
       return absl::OkStatus();
     };
     io::AlignedBuffer buffer(block_size());
@@ -776,7 +776,7 @@ class Table::Impl {
                         " has a directory tag that does not match its key");
               return;
             }
-            s = note(Record{std::string(k), std::string(v)}, b, "block");
+            s = note(Record(k, v), b, "block");
           });
       RT_RETURN_IF_ERROR(s);
       const internal::Stash::List* list = stash_.ListOf(b);
@@ -785,8 +785,8 @@ class Table::Impl {
         const Record& r = e.record;
         RT_RETURN_IF_ERROR(note(r, b, "stash"));
         ++stash_records;
-        stash_bytes += internal::EncodedSize(r.key, r.value);
-        if (block.Fits(internal::EncodedSize(r.key, r.value))) {
+        stash_bytes += internal::EncodedSize(r.key(), r.value());
+        if (block.Fits(internal::EncodedSize(r.key(), r.value()))) {
           return fault("bucket ", b,
                        " keeps a record in the stash that its block has "
                        "room for");
@@ -809,10 +809,10 @@ class Table::Impl {
       for (const internal::Stash::Entry& e : list) {
         const Record& r = e.record;
         if (!stray.ok()) return;
-        if (mapping_.FindBucket(Hash(r.key)) != b) {
+        if (mapping_.FindBucket(Hash(r.key())) != b) {
           stray = fault("a buffered put in the list of bucket ", b,
                         " belongs to another bucket");
-        } else if (!buffered.insert(r.key).second) {
+        } else if (!buffered.insert(r.key()).second) {
           stray = fault("a key is buffered twice (bucket ", b, ")");
         }
       }
@@ -1036,11 +1036,15 @@ class Table::Impl {
     return std::max(options_.checkpoint_bytes, options_.block_cache_bytes);
   }
 
-  // The memory the write buffer takes: its records' encoded bytes and, for
-  // each, the record's strings and key hash.
+  // The memory the write buffer takes: its records' encoded bytes (about
+  // each record's heap block) and, for each, its entry and bucket in the
+  // buffer's hash map.
   uint64_t BufferBytes() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return buffer_.bytes() +
-           buffer_.records() * (sizeof(Record) + sizeof(uint64_t));
+    constexpr size_t kPerRecord =
+        sizeof(internal::Stash::Entry) + sizeof(uint64_t);
+    static_assert(kPerRecord == 32,
+                  "Options::write_buffer_bytes and docs/table.md say 32");
+    return buffer_.bytes() + buffer_.records() * kPerRecord;
   }
 
   // While the write buffer takes more than Options::write_buffer_bytes,
@@ -1093,8 +1097,8 @@ class Table::Impl {
     internal::Stash::Taken taken = buffer_.Take(b);
     for (internal::Stash::Entry& e : taken) {
       Record& r = e.record;
-      RT_RETURN_IF_ERROR(Fail(buffer_log_.AppendRemove(r.key)));
-      RT_RETURN_IF_ERROR(Fail(PutInBlock(r.key, r.value, e.hash, &r)));
+      RT_RETURN_IF_ERROR(Fail(buffer_log_.AppendRemove(r.key())));
+      RT_RETURN_IF_ERROR(Fail(PutInBlock(r.key(), r.value(), e.hash, &r)));
       internal::KillPoint("buffer: put drained");
     }
     return absl::OkStatus();
@@ -1102,7 +1106,7 @@ class Table::Impl {
 
   absl::Status AddToStash(uint64_t b, uint64_t h, Record record)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    RT_RETURN_IF_ERROR(stash_log_.AppendPut(record.key, record.value));
+    RT_RETURN_IF_ERROR(stash_log_.AppendPut(record.key(), record.value()));
     stash_.Add(b, h, std::move(record));
     internal::KillPoint("stash: entry logged");
     return MaybeRewriteStashCopy();
@@ -1112,10 +1116,10 @@ class Table::Impl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     absl::Status s;
     stash_.Filter(b, [&](const Record& r) {
-      if (r.key != key) return true;
+      if (r.key() != key) return true;
       s = stash_log_.AppendRemove(key);
       if (!s.ok()) return true;
-      data_bytes_ -= internal::EncodedSize(r.key, r.value);
+      data_bytes_ -= internal::EncodedSize(r.key(), r.value());
       --record_count_;
       return false;
     });
@@ -1129,10 +1133,10 @@ class Table::Impl {
     absl::Status s;
     stash_.Filter(b, [&](const Record& r) {
       if (!s.ok()) return true;
-      if (!block.Append(r.key, r.value, internal::TagOf(Hash(r.key)))) {
+      if (!block.Append(r.key(), r.value(), internal::TagOf(Hash(r.key())))) {
         return true;
       }
-      s = stash_log_.AppendRemove(r.key);
+      s = stash_log_.AppendRemove(r.key());
       internal::KillPoint("stash: entry logged");
       return false;
     });
@@ -1174,7 +1178,7 @@ class Table::Impl {
     live.reserve(records.records());
     records.ForEachList([&](uint64_t, const internal::Stash::List& list) {
       for (const internal::Stash::Entry& e : list) {
-        live.emplace_back(e.record.key, e.record.value);
+        live.emplace_back(e.record.key(), e.record.value());
       }
     });
     return copy.Rewrite(live);
@@ -1335,7 +1339,7 @@ class Table::Impl {
       stash_.Add(b, h,
                  owned != nullptr
                      ? std::move(*owned)
-                     : Record{std::string(key), std::string(value)});
+                     : Record(key, value));
       return absl::OkStatus();
     };
     // Block records first, so that stashed records fill what room is left.
@@ -1350,7 +1354,7 @@ class Table::Impl {
     for (internal::Stash::Entry& e : from_stash) {
       Record& r = e.record;
       // place() reads the views before it may move r into the stash.
-      RT_RETURN_IF_ERROR(place(r.key, r.value, e.hash, &r));
+      RT_RETURN_IF_ERROR(place(r.key(), r.value(), e.hash, &r));
     }
     for (size_t i = 0; i < rebuilt.size(); ++i) {
       internal::KillPoint("distribute: block written");
@@ -1844,8 +1848,8 @@ class TableIterator final : public Iterator {
       Load();
     }
   }
-  std::string_view key() const override { return records_[pos_].key; }
-  std::string_view value() const override { return records_[pos_].value; }
+  std::string_view key() const override { return records_[pos_].key(); }
+  std::string_view value() const override { return records_[pos_].value(); }
   absl::Status status() const override { return status_; }
 
  private:

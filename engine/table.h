@@ -81,8 +81,8 @@ struct Options {
   // block is drained at once. The buffer has a
   // copy in its own file, written at checkpoints as the stash copy is, so
   // that it outlives the log. While the buffer's records (their encoded
-  // bytes and 72 bytes each besides: the record's strings and key hash)
-  // pass this, the puts of one bucket after another, in a sweep over the
+  // bytes and 32 bytes each besides: the record's entry in the buffer's
+  // hash map, with its key hash, and its bucket) pass this, the puts of one bucket after another, in a sweep over the
   // buckets, are applied to their blocks: one block read and write for all
   // the puts a bucket gathered since the sweep last passed it, where each
   // put would read and write it once. Reads look in the buffer first.

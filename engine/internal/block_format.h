@@ -16,10 +16,13 @@
 #define ROUNDTABLE_ENGINE_INTERNAL_BLOCK_FORMAT_H_
 
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,10 +38,66 @@ inline constexpr size_t kSlotBytes = 4;
 // which do not depend on the bucket (a bucket's keys share their high bits).
 inline uint16_t TagOf(uint64_t hash) { return static_cast<uint16_t>(hash); }
 
-struct Record {
-  std::string key;
-  std::string value;
-  bool operator==(const Record&) const = default;
+// A key and its value, both in one allocation (the key's bytes, then the
+// value's): a record held in memory (the stash, the write buffer) costs one
+// heap block, and its struct 16 bytes.
+class Record {
+ public:
+  Record() = default;
+  Record(std::string_view key, std::string_view value)
+      : data_(Allocate(key.size() + value.size())),
+        key_size_(static_cast<uint32_t>(key.size())),
+        value_size_(static_cast<uint32_t>(value.size())) {
+    Copy(key, 0);
+    Copy(value, key_size_);
+  }
+  Record(const Record& other) : Record(other.key(), other.value()) {}
+  Record& operator=(const Record& other) {
+    if (this != &other) *this = Record(other.key(), other.value());
+    return *this;
+  }
+  // A moved-from record is empty.
+  Record(Record&& other) noexcept
+      : data_(std::move(other.data_)),
+        key_size_(std::exchange(other.key_size_, 0)),
+        value_size_(std::exchange(other.value_size_, 0)) {}
+  Record& operator=(Record&& other) noexcept {
+    data_ = std::move(other.data_);
+    key_size_ = std::exchange(other.key_size_, 0);
+    value_size_ = std::exchange(other.value_size_, 0);
+    return *this;
+  }
+
+  std::string_view key() const { return {data_.get(), key_size_}; }
+  std::string_view value() const {
+    return {data_.get() + key_size_, value_size_};
+  }
+  // Replaces the value (which may be a view of this record's own).
+  void set_value(std::string_view value) {
+    if (value.size() == value_size_) {
+      if (!value.empty()) {
+        std::memmove(data_.get() + key_size_, value.data(), value.size());
+      }
+      return;
+    }
+    *this = Record(key(), value);
+  }
+
+  bool operator==(const Record& other) const {
+    return key() == other.key() && value() == other.value();
+  }
+
+ private:
+  static std::unique_ptr<char[]> Allocate(size_t bytes) {
+    return bytes == 0 ? nullptr : std::make_unique_for_overwrite<char[]>(bytes);
+  }
+  void Copy(std::string_view bytes, size_t at) {
+    if (!bytes.empty()) std::memcpy(data_.get() + at, bytes.data(), bytes.size());
+  }
+
+  std::unique_ptr<char[]> data_;
+  uint32_t key_size_ = 0;
+  uint32_t value_size_ = 0;
 };
 
 // The checksum of an encoded block of `size` bytes whose header (the first

@@ -43,7 +43,7 @@ class Stash {
   Record* Find(uint64_t b, std::string_view key, uint64_t hash) {
     if (!(FilterOf(b) & FilterBit(hash))) return nullptr;
     for (Entry& e : lists_.find(b)->second) {
-      if (e.hash == hash && e.record.key == key) return &e.record;
+      if (e.hash == hash && e.record.key() == key) return &e.record;
     }
     return nullptr;
   }
@@ -63,7 +63,7 @@ class Stash {
 
   // Adds a record whose key hashes to `hash`.
   void Add(uint64_t b, uint64_t hash, Record record) {
-    bytes_ += EncodedSize(record.key, record.value);
+    bytes_ += EncodedSize(record.key(), record.value());
     ++records_;
     SetFilter(b, FilterOf(b) | FilterBit(hash));
     lists_[b].push_back(Entry{hash, std::move(record)});
@@ -71,9 +71,9 @@ class Stash {
 
   // Replaces the value of a record found by Find.
   void SetValue(Record* r, std::string_view value) {
-    bytes_ -= EncodedSize(r->key, r->value);
-    r->value.assign(value);
-    bytes_ += EncodedSize(r->key, r->value);
+    bytes_ -= EncodedSize(r->key(), r->value());
+    r->set_value(value);
+    bytes_ += EncodedSize(r->key(), r->value());
   }
 
   // Removes the records of bucket b's list for which keep(record) is false,
@@ -88,7 +88,7 @@ class Stash {
         ++i;
         continue;
       }
-      bytes_ -= EncodedSize(list[i].record.key, list[i].record.value);
+      bytes_ -= EncodedSize(list[i].record.key(), list[i].record.value());
       --records_;
       if (i + 1 < list.size()) list[i] = std::move(list.back());
       list.pop_back();
@@ -112,7 +112,7 @@ class Stash {
     auto it = lists_.find(b);
     Taken taken = std::move(it->second);
     for (const Entry& e : taken) {
-      bytes_ -= EncodedSize(e.record.key, e.record.value);
+      bytes_ -= EncodedSize(e.record.key(), e.record.value());
     }
     records_ -= taken.size();
     Erase(it);
@@ -139,7 +139,7 @@ class Stash {
       if (list.empty()) return false;
       uint16_t filter = 0;
       for (const Entry& e : list) {
-        if (e.hash != hash(e.record.key)) return false;
+        if (e.hash != hash(e.record.key())) return false;
         filter |= FilterBit(e.hash);
       }
       if (FilterOf(b) != filter) return false;

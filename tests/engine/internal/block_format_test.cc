@@ -1,7 +1,7 @@
 // Encoded blocks edited in place (appends, removals, values replaced where
 // they lie) against a std::map, sealed blocks verified,
-// and every single-byte corruption caught; superblocks round-trip and refuse
-// corruption.
+// and every single-byte corruption caught; records kept in memory; superblocks
+// round-trip and refuse corruption.
 #include "engine/internal/block_format.h"
 
 #include <functional>
@@ -141,6 +141,38 @@ TEST(EncodedBlockTest, BadDirectoryIsDataLoss) {
   }
   block.Seal();
   EXPECT_TRUE(VerifyBlock(bytes.span(), 5).ok());
+}
+
+// A record keeps its key and value through copies, moves and value
+// changes of every size, including a value that is a view of its own.
+TEST(RecordTest, CopiesMovesAndValueChanges) {
+  Record r("key", "value");
+  EXPECT_EQ(r.key(), "key");
+  EXPECT_EQ(r.value(), "value");
+  Record copy = r;
+  EXPECT_EQ(copy, r);
+  r.set_value("other");  // same length: in place
+  EXPECT_EQ(r.value(), "other");
+  EXPECT_EQ(copy.value(), "value");
+  r.set_value("a much longer value than before");
+  EXPECT_EQ(r.key(), "key");
+  EXPECT_EQ(r.value(), "a much longer value than before");
+  r.set_value(r.value().substr(2, 4));  // a view of its own value
+  EXPECT_EQ(r.value(), "much");
+  r.set_value(r.value());
+  EXPECT_EQ(r.value(), "much");
+  r.set_value("");
+  EXPECT_EQ(r.key(), "key");
+  EXPECT_EQ(r.value(), "");
+  Record moved = std::move(r);
+  EXPECT_EQ(moved.key(), "key");
+  EXPECT_EQ(r.key(), "");  // NOLINT(bugprone-use-after-move): empty
+  EXPECT_EQ(r.value(), "");
+  copy = moved;
+  EXPECT_EQ(copy, moved);
+  copy = Record("", "");
+  EXPECT_EQ(copy.key(), "");
+  EXPECT_NE(copy, moved);
 }
 
 TEST(SuperblockTest, RoundTripsAndRefusesCorruption) {

@@ -48,14 +48,14 @@ TEST(StashTest, MatchesAModel) {
       list[key] = value;
     } else if (op < 9) {
       // Remove the records whose value length is odd.
-      stash.Filter(b, [](const Record& r) { return r.value.size() % 2 == 0; });
+      stash.Filter(b, [](const Record& r) { return r.value().size() % 2 == 0; });
       std::erase_if(list, [](const auto& kv) { return kv.second.size() % 2; });
     } else {
       const Stash::Taken taken = stash.Take(b);
       std::map<std::string, std::string> got;
       for (const Stash::Entry& e : taken) {
-        ASSERT_EQ(e.hash, TestHash(e.record.key)) << "step " << step;
-        got.emplace(e.record.key, e.record.value);
+        ASSERT_EQ(e.hash, TestHash(e.record.key())) << "step " << step;
+        got.emplace(e.record.key(), e.record.value());
       }
       ASSERT_EQ(got, list) << "step " << step;
       list.clear();
@@ -75,7 +75,7 @@ TEST(StashTest, MatchesAModel) {
           const bool present = it != model.end() && it->second.count(kk);
           ASSERT_EQ(r != nullptr, present) << bb << " " << kk;
           if (present) {
-            ASSERT_EQ(r->value, it->second.at(kk));
+            ASSERT_EQ(r->value(), it->second.at(kk));
           }
         }
       }
