@@ -1084,11 +1084,24 @@ class Table::Impl {
   // Applies the buffered puts of the next bucket from the drain cursor on
   // that has any. REQUIRES: the buffer is not empty.
   absl::Status DrainNextBucket() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const uint64_t m = mapping_.num_buckets();
-    uint64_t b = drain_cursor_ % m;
-    while (buffer_.ListOf(b) == nullptr) b = (b + 1) % m;
+    const uint64_t b = NextBufferedBucket(drain_cursor_);
     drain_cursor_ = b + 1;
-    return DrainBucket(b);
+    RT_RETURN_IF_ERROR(DrainBucket(b));
+    // The next drain's records, far apart in the heap, load meanwhile.
+    if (buffer_.records() > 0) {
+      buffer_.PrefetchRecords(NextBufferedBucket(drain_cursor_));
+    }
+    return absl::OkStatus();
+  }
+
+  // The first bucket from `from` on (in a cycle over the m buckets) with
+  // buffered puts. REQUIRES: the buffer is not empty.
+  uint64_t NextBufferedBucket(uint64_t from) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    const uint64_t m = mapping_.num_buckets();
+    uint64_t b = from % m;
+    while (buffer_.ListOf(b) == nullptr) b = (b + 1) % m;
+    return b;
   }
 
   // Applies every buffered put of bucket b to its block.
@@ -1305,8 +1318,11 @@ class Table::Impl {
     }
     // Buffered puts of the sources follow their keys to their new buckets
     // (the buffer's copy stores no bucket, so nothing is logged).
+    // Their records load meanwhile: the rebuilt blocks take them next
+    // (DrainRebuilt).
     for (const uint64_t b : sources) {
       for (internal::Stash::Entry& e : buffer_.Take(b)) {
+        e.record.Prefetch();
         buffer_.Add(mapping_.FindBucket(e.hash), e.hash, std::move(e.record));
       }
     }

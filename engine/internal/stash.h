@@ -54,6 +54,12 @@ class Stash {
   }
   // Starts loading where the hash map keeps (or would add) bucket b's list.
   void PrefetchList(uint64_t b) const { lists_.prefetch(b); }
+  // Starts loading the records of bucket b's list (reading the list).
+  void PrefetchRecords(uint64_t b) const {
+    if (const List* list = ListOf(b)) {
+      for (const Entry& e : *list) e.record.Prefetch();
+    }
+  }
 
   // Bucket b's list, or null when it has none.
   const List* ListOf(uint64_t b) const {
