@@ -42,8 +42,10 @@ std::string Value(int i, int round) {
 }
 
 // The writes of the crashed writer, applied to `table` (or, when null, only
-// recorded): 300 puts, a checkpoint, then synced deletes and overwrites left
-// in the log.
+// recorded): 300 puts and a checkpoint (which moves the blocks out of
+// memory), overwrites of every fifth key (which wait in the write buffer,
+// the last of them until the next checkpoint) and a checkpoint, then synced
+// deletes and overwrites left in the log.
 struct History {
   std::vector<Model> states;  // [n]: the contents after n writes
   size_t logged_from = 0;     // the first write the log holds
@@ -74,6 +76,8 @@ History Workload(Table* table) {
     h.record_ends.push_back(log_bytes);
   };
   for (int i = 0; i < 300; ++i) write(i, true, 0);
+  if (table != nullptr && !table->Checkpoint().ok()) _exit(4);
+  for (int i = 0; i < 300; i += 5) write(i, true, 1);
   if (table != nullptr && !table->Checkpoint().ok()) _exit(4);
   h.logged_from = h.states.size() - 1;
   h.record_ends.clear();
