@@ -749,18 +749,18 @@ class Table::Impl {
     auto fault = [](auto... parts) {
       return absl::DataLossError(absl::StrCat("check: ", parts...));
     };
-    auto note = [&](const Record& r, uint64_t b,
+    auto note = [&](std::string_view key, std::string_view value, uint64_t b,
                     const char* where) -> absl::Status {
-      const uint64_t home = mapping_.FindBucket(Hash(r.key()));
+      const uint64_t home = mapping_.FindBucket(Hash(key));
       if (home != b) {
         return fault("a record in the ", where, " of bucket ", b,
                      " belongs to bucket ", home);
       }
-      if (!seen.emplace(r.key(), b).second) {
+      if (!seen.emplace(key, b).second) {
         return fault("a key appears twice (bucket ", b, ")");
       }
       ++records;
-      bytes += internal::EncodedSize(r.key(), r.value());
+      bytes += internal::EncodedSize(key, value);
       return absl::OkStatus();
     };
     io::AlignedBuffer buffer(block_size());
@@ -776,14 +776,14 @@ class Table::Impl {
                         " has a directory tag that does not match its key");
               return;
             }
-            s = note(Record(k, v), b, "block");
+            s = note(k, v, b, "block");
           });
       RT_RETURN_IF_ERROR(s);
       const internal::Stash::List* list = stash_.ListOf(b);
       if (list == nullptr) continue;
       for (const internal::Stash::Entry& e : *list) {
         const Record& r = e.record;
-        RT_RETURN_IF_ERROR(note(r, b, "stash"));
+        RT_RETURN_IF_ERROR(note(r.key(), r.value(), b, "stash"));
         ++stash_records;
         stash_bytes += internal::EncodedSize(r.key(), r.value());
         if (block.Fits(internal::EncodedSize(r.key(), r.value()))) {
