@@ -39,6 +39,9 @@ void DeferredDevice::Freeze() {
   for (auto& [block, bytes] : held_) index_[block] = nullptr;
   frozen_ = std::move(held_);
   held_.clear();
+  // The next interval holds about as many blocks as this one: sized once,
+  // its map is not rehashed over and over as it fills.
+  held_.reserve(frozen_.size());
   zero_from_ = size_;
 }
 
