@@ -215,7 +215,7 @@ class Table::Impl {
         buffer_log_(buffer_device_.get(), sb.buffer_epoch, sb.buffer_blocks),
         // A table in memory has no block to save a read of.
         buffer_limit_(in_memory_ ? 0 : options.write_buffer_bytes),
-        cache_(options.block_cache_bytes, sb.block_size),
+        cache_(options.block_cache_bytes, sb.block_size, &internal::TagFilterOf),
         work_(sb.block_size),
         payload_(Payload(sb.block_size)),
         record_count_(sb.record_count),
@@ -274,7 +274,8 @@ class Table::Impl {
       return absl::OkStatus();
     }
     logical_get_reads_.fetch_add(1, std::memory_order_relaxed);
-    // A cached or held block is searched where it lies, with no copy.
+    // A cached or held block is searched where it lies, with no copy; a
+    // cached one whose tag filter rules the key out is not searched.
     bool found = false;
     auto find = [&](std::span<const std::byte> bytes) {
       const internal::EncodedBlock block(bytes);
@@ -283,9 +284,9 @@ class Table::Impl {
         found = true;
       }
     };
-    if (!cache_.Visit(b, find)) {
+    if (!cache_.VisitTagged(b, internal::TagOf(h), find)) {
       if (const std::byte* held = FindHeld(b)) {
-        find({held, block_size()});
+        if (HeldMayContain(b, internal::TagOf(h))) find({held, block_size()});
       } else {
         io::AlignedBuffer buffer(block_size());
         RT_RETURN_IF_ERROR(LoadFromDevice(b, buffer.span()));
@@ -338,7 +339,9 @@ class Table::Impl {
         logged_seq_.store(seq, std::memory_order_release);
         internal::KillPoint("write: logged");
       }
-      RT_RETURN_IF_ERROR(Apply(ops));
+      const absl::Status applied = Apply(ops);
+      RefreshHeldFilters();
+      RT_RETURN_IF_ERROR(applied);
       RT_RETURN_IF_ERROR(MaybeCheckpoint());
       RT_RETURN_IF_ERROR(Paranoid());
     }
@@ -638,6 +641,11 @@ class Table::Impl {
   absl::Status Flush() {
     MutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckWritable());
+    const absl::Status s = FlushLocked();
+    RefreshHeldFilters();
+    return s;
+  }
+  absl::Status FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     while (buffer_.records() > 0) {
       RT_RETURN_IF_ERROR(DrainNextBucket());
       RT_RETURN_IF_ERROR(MaybeCheckpoint());
@@ -861,6 +869,11 @@ class Table::Impl {
   // otherwise they stay in memory (held blocks) until the next checkpoint,
   // and the log is cut after its last whole record and continues from
   // there.
+  // The blocks that recovery's replay left held get their tag filters.
+  void RefreshFiltersAfterOpen() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RefreshHeldFilters();
+  }
+
   absl::Status Recover(const std::optional<internal::Journal>& journal)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const auto start = std::chrono::steady_clock::now();
@@ -1214,6 +1227,7 @@ class Table::Impl {
   absl::StatusOr<internal::EncodedBlock> EditBlock(uint64_t b,
                                                    bool* fresh = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    NoteEdited(b);
     if (std::byte* held = FindHeld(b)) return BlockView({held, block_size()});
     if (fresh != nullptr) *fresh = true;
     const uint64_t block = b + kHeaderBlocks;
@@ -1232,6 +1246,39 @@ class Table::Impl {
     slot = blocks_->Hold(block);
     std::memcpy(slot.data(), work_.data(), block_size());
     return BlockView(slot);
+  }
+
+  // Held blocks have tag filters as cached ones do (BlockCache), kept by
+  // bucket: every way of changing a held block's bytes (EditBlock,
+  // StoreBlock, a distribute's rebuilt blocks) first sets its filter to
+  // pass every tag, and the end of a write gives the blocks it changed
+  // their filters again, so a read, which runs while no write does, finds
+  // a filter that passes every tag of the block. A block is listed once
+  // for all the edits of a write.
+  void NoteEdited(uint64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (b >= held_filter_.size()) {
+      const uint64_t size = std::max<uint64_t>(b + 1, 2 * held_filter_.size());
+      held_filter_.resize(size, internal::TagFilter::All());
+      listed_.resize(size, false);
+    }
+    held_filter_[b] = internal::TagFilter::All();
+    if (!listed_[b]) {
+      listed_[b] = true;
+      edited_.push_back(b);
+    }
+  }
+  void RefreshHeldFilters() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const uint64_t b : edited_) {
+      listed_[b] = false;
+      if (const std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
+        held_filter_[b] = internal::TagFilterOf({held, block_size()});
+      }
+    }
+    edited_.clear();
+  }
+  bool HeldMayContain(uint64_t b, uint16_t tag) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return b >= held_filter_.size() || held_filter_[b].MayContain(tag);
   }
 
   // Returns a block freshly held by EditBlock, unchanged, to the cache.
@@ -1293,6 +1340,7 @@ class Table::Impl {
   // moves it to the cache. Until then the cache holds no copy of it, so
   // every block is in memory once.
   absl::Status StoreBlock(uint64_t b, std::span<std::byte> bytes) {
+    NoteEdited(b);
     cache_.Drop(b);
     return blocks_->Write(b + kHeaderBlocks, bytes);
   }
@@ -1311,6 +1359,7 @@ class Table::Impl {
     slot.clear();
     blocks.clear();
     for (size_t i = 0; i < rebuilt.size(); ++i) {
+      NoteEdited(rebuilt[i]);
       cache_.Drop(rebuilt[i]);
       blocks.push_back(BlockView(blocks_->Hold(rebuilt[i] + kHeaderBlocks)));
       blocks.back().Init(rebuilt[i]);
@@ -1682,6 +1731,11 @@ class Table::Impl {
   uint64_t drain_cursor_ ABSL_GUARDED_BY(mu_) = 0;
   // Buckets with buffered puts that a distribute rebuilt (DrainRebuilt).
   std::vector<uint64_t> rebuilt_ ABSL_GUARDED_BY(mu_);
+  // By bucket, the tag filter of its block while held (NoteEdited), and
+  // the buckets whose held blocks changed since the last refresh.
+  std::vector<internal::TagFilter> held_filter_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> edited_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> listed_ ABSL_GUARDED_BY(mu_);  // by bucket: in edited_
   // What DrainRebuilt may still drain in the current write: the buckets of
   // about four grows at s0 = 8.
   static constexpr int kRebuiltDrainsPerWrite = 64;
@@ -2140,6 +2194,7 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
       internal::KillPoint("create: formatted");
       if (!in_memory) RT_RETURN_IF_ERROR(PublishNewTable(path));
     }
+    impl->RefreshFiltersAfterOpen();
   }
   return std::unique_ptr<Table>(new Table(std::move(impl)));
 }

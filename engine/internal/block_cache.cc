@@ -9,10 +9,12 @@ namespace roundtable::internal {
 
 constexpr size_t kHugePage = size_t{2} << 20;
 
-BlockCache::BlockCache(uint64_t capacity_bytes, uint32_t block_size)
+BlockCache::BlockCache(uint64_t capacity_bytes, uint32_t block_size,
+                       Summarize summarize)
     : capacity_blocks_(
           std::min<uint64_t>(capacity_bytes / block_size, kReferenced - 1)),
-      block_size_(block_size) {
+      block_size_(block_size),
+      summarize_(summarize) {
   if (enabled()) {
     // The arena is reserved at once (the pages are touched only as slots
     // fill, so an idle cache costs address space, not memory).
@@ -23,6 +25,7 @@ BlockCache::BlockCache(uint64_t capacity_bytes, uint32_t block_size)
     // (Advice only: where THP is off this changes nothing.)
     if (bytes >= kHugePage) madvise(arena_.data(), bytes, MADV_HUGEPAGE);
     bucket_of_.assign(capacity_blocks_, kFree);
+    if (summarize_ != nullptr) filter_.resize(capacity_blocks_);
     free_.reserve(capacity_blocks_);
     for (uint64_t i = capacity_blocks_; i > 0; --i) {
       free_.push_back(static_cast<uint32_t>(i - 1));
@@ -80,6 +83,7 @@ void BlockCache::InsertLocked(uint64_t b, std::span<const std::byte> bytes) {
     slot_of_[b] = slot | kReferenced;
   }
   std::memcpy(BytesOf(slot), bytes.data(), block_size_);
+  if (summarize_ != nullptr) filter_[slot] = summarize_(bytes);
 }
 
 void BlockCache::Drop(uint64_t b) {

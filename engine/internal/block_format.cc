@@ -80,6 +80,19 @@ uint64_t BlockChecksum(const char* data, size_t size) {
                               size - kBlockHeaderBytes, header);
 }
 
+TagFilter TagFilterOf(std::span<const std::byte> block) {
+  const char* p = reinterpret_cast<const char*>(block.data());
+  const uint32_t n =
+      std::min<uint64_t>(GetFixed32(p + kCountAt),
+                         (block.size() - kBlockHeaderBytes) / kSlotBytes);
+  TagFilter filter;
+  for (uint32_t i = 0; i < n; ++i) {
+    filter.Add(static_cast<uint16_t>(
+        GetFixed32(p + kBlockHeaderBytes + kSlotBytes * i)));
+  }
+  return filter;
+}
+
 void EncodedBlock::Init(uint64_t b) {
   std::memset(data(), 0, bytes_.size());
   PutFixed32(data() + kMagicAt, kBlockMagic);

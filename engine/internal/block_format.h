@@ -28,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/internal/coding.h"
+#include "engine/internal/tag_filter.h"
 
 namespace roundtable::internal {
 
@@ -183,6 +184,11 @@ class EncodedBlock {
   std::span<std::byte> bytes_;
   uint32_t max_records_ = 0;
 };
+
+// The filter of the tags in `block`'s directory: every record's tag passes
+// it. Reads no more slots than the block has room for, whatever its count
+// says.
+TagFilter TagFilterOf(std::span<const std::byte> block);
 
 // DataLoss, naming the bucket, unless `in` is a valid block of `bucket`
 // (magic, checksum, bucket number, directory and record framing). The tags

@@ -1,10 +1,13 @@
 // The block cache on its own: hits and misses, CLOCK eviction, a newer copy
-// replacing an older one, Drop, InsertAll, and the disabled cache.
+// replacing an older one, Drop, InsertAll, lookups through the blocks' tag
+// filters, and the disabled cache.
 #include "engine/internal/block_cache.h"
 
 #include <cstring>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "engine/internal/block_format.h"
 #include "gtest/gtest.h"
 
 namespace roundtable::internal {
@@ -114,6 +117,43 @@ TEST(BlockCacheTest, InsertAllIsInsertOfEachInTurn) {
     EXPECT_EQ(std::memcmp(out.data(), got.data(), kBlock), 0) << b;
   }
   EXPECT_EQ(cached, 5);
+}
+
+// A bucket block of bucket b holding records with `tags`.
+io::AlignedBuffer BlockWithTags(uint64_t b, std::vector<uint16_t> tags) {
+  io::AlignedBuffer bytes(kBlock);
+  EncodedBlock block(bytes.span());
+  block.Init(b);
+  for (uint16_t t : tags) block.Append(absl::StrCat("k", t), "v", t);
+  return bytes;
+}
+
+// With a summarizer, a hit visits the block unless its filter rules the tag
+// out; a newer copy brings its own filter. Without one, every hit visits.
+TEST(BlockCacheTest, VisitTaggedSkipsBlocksTheFilterRulesOut) {
+  BlockCache cache(2 * kBlock, kBlock, &TagFilterOf);
+  BlockCache plain(2 * kBlock, kBlock);
+  const io::AlignedBuffer first = BlockWithTags(3, {0x0102, 0x0304});
+  cache.Insert(3, first.span());
+  plain.Insert(3, first.span());
+  int visits = 0;
+  auto visit = [&](std::span<const std::byte>) { ++visits; };
+  EXPECT_TRUE(cache.VisitTagged(3, 0x0102, visit));
+  EXPECT_TRUE(cache.VisitTagged(3, 0x0304, visit));
+  EXPECT_EQ(visits, 2);
+  // Bits 5 and 6 are clear: a hit, and no visit.
+  EXPECT_TRUE(cache.VisitTagged(3, 0x0506, visit));
+  EXPECT_EQ(visits, 2);
+  EXPECT_TRUE(plain.VisitTagged(3, 0x0506, visit));
+  EXPECT_EQ(visits, 3);
+  EXPECT_FALSE(cache.VisitTagged(4, 0x0102, visit));
+  EXPECT_EQ(cache.hits(), 3u);
+  EXPECT_EQ(cache.misses(), 1u);
+  cache.Insert(3, BlockWithTags(3, {0x0506}).span());
+  EXPECT_TRUE(cache.VisitTagged(3, 0x0506, visit));
+  EXPECT_EQ(visits, 4);
+  EXPECT_TRUE(cache.VisitTagged(3, 0x0102, visit));
+  EXPECT_EQ(visits, 4);
 }
 
 TEST(BlockCacheTest, DisabledCacheKeepsNothing) {

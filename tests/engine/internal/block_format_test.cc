@@ -1,9 +1,12 @@
 // Encoded blocks edited in place (appends, removals, values replaced where
 // they lie) against a std::map, sealed blocks verified,
-// and every single-byte corruption caught; records kept in memory; superblocks
-// round-trip and refuse corruption.
+// and every single-byte corruption caught; records kept in memory; tag
+// filters pass every tag of their block; superblocks round-trip and refuse
+// corruption.
 #include "engine/internal/block_format.h"
 
+#include <algorithm>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <random>
@@ -120,6 +123,57 @@ TEST(EncodedBlockTest, DirectoryAndRecordsFillTheBlock) {
     const std::string key = absl::StrCat(i % 10, i / 10);
     EXPECT_EQ(block.Find(key, i % 7).has_value(), i % 2 == 1) << key;
   }
+}
+
+// A tag filter passes every tag added to it (here, of random sets of every
+// size a block takes) and rules out most others once its block is sparse.
+TEST(TagFilterTest, PassesEveryAddedTag) {
+  std::mt19937_64 rng(17);
+  EXPECT_FALSE(TagFilter().MayContain(0));
+  EXPECT_TRUE(TagFilter::All().MayContain(0x1234));
+  uint64_t absent = 0, passed = 0;
+  for (int n = 0; n <= 200; ++n) {
+    TagFilter filter;
+    std::vector<uint16_t> tags(n);
+    for (uint16_t& t : tags) {
+      t = static_cast<uint16_t>(rng());
+      filter.Add(t);
+    }
+    for (uint16_t t : tags) ASSERT_TRUE(filter.MayContain(t)) << n;
+    if (n != 30) continue;
+    for (uint32_t t = 0; t <= 0xffff; ++t) {
+      if (std::find(tags.begin(), tags.end(), t) != tags.end()) continue;
+      ++absent;
+      passed += filter.MayContain(static_cast<uint16_t>(t));
+    }
+  }
+  // 30 tags set at most 60 of the 256 bits: under (60/256)^2 of the absent
+  // tags pass.
+  EXPECT_LT(passed, absent * 60 * 60 / (256 * 256));
+}
+
+// TagFilterOf follows the directory through appends and removals, and reads
+// no slot past the block's room when the count says more.
+TEST(TagFilterTest, TagFilterOfSummarizesTheDirectory) {
+  io::AlignedBuffer bytes(512);
+  EncodedBlock block(bytes.span());
+  block.Init(1);
+  EXPECT_FALSE(TagFilterOf(bytes.span()).MayContain(0x0101));
+  std::vector<std::pair<std::string, uint16_t>> records;
+  for (int i = 0; i < 20; ++i) {
+    records.emplace_back(absl::StrCat("key", i), 0x0101 * (i + 1));
+    ASSERT_TRUE(block.Append(records.back().first, "v", records.back().second));
+  }
+  TagFilter filter = TagFilterOf(bytes.span());
+  for (const auto& [key, tag] : records) EXPECT_TRUE(filter.MayContain(tag));
+  // Tag 0x0101 * (i + 1) sets bit i + 1 twice: bit 0 stays clear.
+  EXPECT_FALSE(filter.MayContain(0x0000));
+  block.Remove(*block.Find(records[0].first, records[0].second));
+  EXPECT_FALSE(TagFilterOf(bytes.span()).MayContain(records[0].second));
+  // A count past the directory's room (a corrupt block) reads only the room.
+  std::memset(bytes.data() + 4, 0xff, 4);
+  filter = TagFilterOf(bytes.span());
+  EXPECT_TRUE(filter.MayContain(records[1].second));
 }
 
 // A slot that points at the wrong place is DataLoss even when the checksum
