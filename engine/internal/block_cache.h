@@ -52,43 +52,14 @@ class BlockCache {
   // returns true. fn must not call back into the cache.
   template <typename Fn>
   bool Visit(uint64_t b, Fn fn) {
-    if (!enabled()) {
-      misses_.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
-    MutexLock lock(&mu_);
-    const uint32_t slot = SlotOf(b);
-    if (slot == kNoSlot) {
-      misses_.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
-    Reference(b);
-    hits_.fetch_add(1, std::memory_order_relaxed);
-    fn(std::span<const std::byte>(BytesOf(slot), block_size_));
-    return true;
+    return VisitUnlessRuledOut(b, nullptr, fn);
   }
-
   // Visit for a key whose tag is `tag`: on a hit returns true, and calls
-  // fn(bytes) under the cache's mutex unless the block's filter rules the
-  // tag out (then no record of the block has that tag).
+  // fn(bytes) unless the block's filter rules the tag out (then no record
+  // of the block has that tag).
   template <typename Fn>
   bool VisitTagged(uint64_t b, uint16_t tag, Fn fn) {
-    if (!enabled()) {
-      misses_.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
-    MutexLock lock(&mu_);
-    const uint32_t slot = SlotOf(b);
-    if (slot == kNoSlot) {
-      misses_.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
-    Reference(b);
-    hits_.fetch_add(1, std::memory_order_relaxed);
-    if (summarize_ == nullptr || filter_[slot].MayContain(tag)) {
-      fn(std::span<const std::byte>(BytesOf(slot), block_size_));
-    }
-    return true;
+    return VisitUnlessRuledOut(b, &tag, fn);
   }
 
   // Starts loading what the next lookup of bucket b reads first.
@@ -139,6 +110,27 @@ class BlockCache {
   }
   std::byte* BytesOf(uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return arena_.data() + static_cast<size_t>(slot) * block_size_;
+  }
+  // Visit, skipping fn where `tag` is given and the filter rules it out.
+  template <typename Fn>
+  bool VisitUnlessRuledOut(uint64_t b, const uint16_t* tag, Fn fn) {
+    if (!enabled()) {
+      misses_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    MutexLock lock(&mu_);
+    const uint32_t slot = SlotOf(b);
+    if (slot == kNoSlot) {
+      misses_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    Reference(b);
+    hits_.fetch_add(1, std::memory_order_relaxed);
+    if (tag == nullptr || summarize_ == nullptr ||
+        filter_[slot].MayContain(*tag)) {
+      fn(std::span<const std::byte>(BytesOf(slot), block_size_));
+    }
+    return true;
   }
   void InsertLocked(uint64_t b, std::span<const std::byte> bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
