@@ -274,19 +274,20 @@ class Table::Impl {
       return absl::OkStatus();
     }
     logical_get_reads_.fetch_add(1, std::memory_order_relaxed);
-    // A cached or held block is searched where it lies, with no copy; a
-    // cached one whose tag filter rules the key out is not searched.
+    // A cached or held block is searched where it lies, with no copy,
+    // unless its tag filter rules the key out.
+    const uint16_t tag = internal::TagOf(h);
     bool found = false;
     auto find = [&](std::span<const std::byte> bytes) {
       const internal::EncodedBlock block(bytes);
-      if (auto f = block.Find(key, internal::TagOf(h))) {
+      if (auto f = block.Find(key, tag)) {
         value->assign(f->value);
         found = true;
       }
     };
-    if (!cache_.VisitTagged(b, internal::TagOf(h), find)) {
+    if (!cache_.VisitTagged(b, tag, find)) {
       if (const std::byte* held = FindHeld(b)) {
-        if (HeldMayContain(b, internal::TagOf(h))) find({held, block_size()});
+        if (HeldMayContain(b, tag)) find({held, block_size()});
       } else {
         io::AlignedBuffer buffer(block_size());
         RT_RETURN_IF_ERROR(LoadFromDevice(b, buffer.span()));
@@ -339,9 +340,7 @@ class Table::Impl {
         logged_seq_.store(seq, std::memory_order_release);
         internal::KillPoint("write: logged");
       }
-      const absl::Status applied = Apply(ops);
-      RefreshHeldFilters();
-      RT_RETURN_IF_ERROR(applied);
+      RT_RETURN_IF_ERROR(Apply(ops));
       RT_RETURN_IF_ERROR(MaybeCheckpoint());
       RT_RETURN_IF_ERROR(Paranoid());
     }
@@ -403,6 +402,7 @@ class Table::Impl {
       RT_RETURN_IF_ERROR(Fail(DrainRebuilt()));
       RT_RETURN_IF_ERROR(Fail(MaybeShrink()));
     } while (!rebuilt_.empty() && rebuilt_drains_left_ > 0);
+    RefreshHeldFilters();
     return absl::OkStatus();
   }
 
@@ -641,17 +641,13 @@ class Table::Impl {
   absl::Status Flush() {
     MutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckWritable());
-    const absl::Status s = FlushLocked();
-    RefreshHeldFilters();
-    return s;
-  }
-  absl::Status FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     while (buffer_.records() > 0) {
       RT_RETURN_IF_ERROR(DrainNextBucket());
       RT_RETURN_IF_ERROR(MaybeCheckpoint());
     }
     // Puts that replaced larger records may leave buckets to release.
     RT_RETURN_IF_ERROR(Fail(MaybeShrink()));
+    RefreshHeldFilters();
     return Fail(MaybeRewriteBufferCopy());
   }
 
@@ -869,11 +865,6 @@ class Table::Impl {
   // otherwise they stay in memory (held blocks) until the next checkpoint,
   // and the log is cut after its last whole record and continues from
   // there.
-  // The blocks that recovery's replay left held get their tag filters.
-  void RefreshFiltersAfterOpen() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    RefreshHeldFilters();
-  }
-
   absl::Status Recover(const std::optional<internal::Journal>& journal)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const auto start = std::chrono::steady_clock::now();
@@ -1251,10 +1242,12 @@ class Table::Impl {
   // Held blocks have tag filters as cached ones do (BlockCache), kept by
   // bucket: every way of changing a held block's bytes (EditBlock,
   // StoreBlock, a distribute's rebuilt blocks) first sets its filter to
-  // pass every tag, and the end of a write gives the blocks it changed
-  // their filters again, so a read, which runs while no write does, finds
-  // a filter that passes every tag of the block. A block is listed once
-  // for all the edits of a write.
+  // pass every tag, and the end of Apply (a write, or a record replayed)
+  // and of Flush gives the blocks they changed their filters again, so a
+  // read, which runs while no write does, finds a filter that passes every
+  // tag of the block. (One that fails midway leaves its blocks' filters
+  // passing every tag: slower reads, never a wrong one.) A block is listed
+  // once for all the edits of a write.
   void NoteEdited(uint64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (b >= held_filter_.size()) {
       const uint64_t size = std::max<uint64_t>(b + 1, 2 * held_filter_.size());
@@ -2194,7 +2187,6 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
       internal::KillPoint("create: formatted");
       if (!in_memory) RT_RETURN_IF_ERROR(PublishNewTable(path));
     }
-    impl->RefreshFiltersAfterOpen();
   }
   return std::unique_ptr<Table>(new Table(std::move(impl)));
 }
