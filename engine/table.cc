@@ -29,7 +29,10 @@
 #include "engine/internal/stash.h"
 #include "engine/internal/stash_log.h"
 #include "engine/internal/superblock.h"
+#include "engine/internal/table_files.h"
 #include "engine/internal/wal.h"
+#include "io/io_error.h"
+#include "io/memory_device.h"
 #include "engine/mapping/round_mapping.h"
 #include "io/mutex.h"
 #include "io/status_macros.h"
@@ -42,16 +45,12 @@ using internal::Superblock;
 
 namespace {
 
-constexpr char kBlocksFile[] = "blocks";
-// A new table's block file until its first checkpoint is durable: a crash
-// while a table is created leaves no `blocks` file, so no table.
-constexpr char kNewBlocksFile[] = "blocks.new";
-constexpr char kStashFile[] = "stash";
-// The write-ahead log's two files: a checkpoint moves the writers to the
-// other one, so that they go on logging while its journal is written.
-constexpr std::array<const char*, 2> kWalFiles = {"wal", "wal.1"};
-constexpr char kJournalFile[] = "journal";
-constexpr char kBufferFile[] = "buffer";
+using internal::kBlocksFile;
+using internal::kBufferFile;
+using internal::kJournalFile;
+using internal::kNewBlocksFile;
+using internal::kStashFile;
+using internal::kWalFiles;
 // The files a journal entry names.
 constexpr uint32_t kBlocksFileId = 0;
 constexpr uint32_t kStashFileId = 1;
@@ -160,7 +159,7 @@ uint32_t BlockSizeFor(size_t bytes) {
 }
 
 std::string Join(const std::string& dir, const char* file) {
-  return dir + "/" + file;
+  return internal::TablePath(dir, file);
 }
 
 // The ledgers of two files as one.
@@ -194,8 +193,9 @@ std::unique_ptr<internal::DeferredDevice> MakeBlocksDevice(
 class Table::Impl {
  public:
   Impl(const Options& options, std::string path, Superblock sb,
-       mapping::RoundMapping mapping, Files files)
-      : options_(options),
+       mapping::RoundMapping mapping, Files files, internal::TableLock lock)
+      : table_lock_(std::move(lock)),
+        options_(options),
         path_(std::move(path)),
         sb_(sb),
         block_size_(sb.block_size),
@@ -688,6 +688,7 @@ class Table::Impl {
     stash_device_.reset();
     buffer_device_.reset();
     files_ = Files{};
+    table_lock_.Release();
     return s;
   }
 
@@ -1696,6 +1697,9 @@ class Table::Impl {
     return internal::WriteJournal(*files_.journal, done.sequence, {&kept, 1});
   }
 
+  // Held from before Open reads anything until Close has released the
+  // files (and destroyed last): one writer or readers (TableLock).
+  internal::TableLock table_lock_;
   const Options options_;
   const std::string path_;
   Superblock sb_ ABSL_GUARDED_BY(mu_);
@@ -1961,6 +1965,7 @@ absl::StatusOr<Superblock> ReadSuperblock(const std::string& path,
   probe.backend = backend;
   probe.block_size = 512;
   probe.create_if_missing = false;
+  probe.read_only = true;
   RT_ASSIGN_OR_RETURN(auto device,
                       io::OpenBlockDevice(Join(path, kBlocksFile), probe));
   absl::StatusOr<Superblock> best =
@@ -1979,25 +1984,6 @@ absl::StatusOr<Superblock> ReadSuperblock(const std::string& path,
     }
   }
   return best;
-}
-
-// Renames a new table's block file, formatted and synced, to its name, and
-// syncs the directory: from then on the table exists.
-absl::Status PublishNewTable(const std::string& path) {
-  auto fail = [&](const char* what) {
-    return absl::Status(absl::ErrnoToStatusCode(errno),
-                        absl::StrCat(what, " ", path, ": ", strerror(errno)));
-  };
-  if (rename(Join(path, kNewBlocksFile).c_str(),
-             Join(path, kBlocksFile).c_str()) != 0) {
-    return fail("rename in");
-  }
-  const int dir = open(path.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dir < 0) return fail("open");
-  const int synced = fsync(dir);
-  close(dir);
-  if (synced != 0) return fail("fsync");
-  return absl::OkStatus();
 }
 
 // Writes a complete journal's images in place and syncs them, the
@@ -2057,14 +2043,26 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
   RT_RETURN_IF_ERROR(CheckOptions(options));
   // An in-memory table has no directory: it is always new.
   const bool in_memory = options.backend == io::Backend::kMemory;
-  struct stat st;
+  internal::TableLock table_lock;
   bool exists = false;
-  if (!in_memory && stat(path.c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, " exists and is not a directory"));
+  if (!in_memory) {
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, " exists and is not a directory"));
+      }
+    } else if (errno != ENOENT) {
+      return io::FileError(errno, "stat", path);
+    } else if (!options.create_if_missing || options.read_only) {
+      return absl::NotFoundError(absl::StrCat("no table at ", path));
+    } else if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+      return io::FileError(errno, "mkdir", path);
     }
-    exists = access(Join(path, kBlocksFile).c_str(), F_OK) == 0;
+    // Before anything is read or changed: one writer, or readers.
+    RT_ASSIGN_OR_RETURN(table_lock, internal::TableLock::Acquire(
+                                  path, /*exclusive=*/!options.read_only));
+    exists = internal::FileExists(path, kBlocksFile);
   }
   if (exists && options.error_if_exists) {
     return absl::AlreadyExistsError(absl::StrCat("table ", path, " exists"));
@@ -2072,17 +2070,14 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
   if (!exists && (!options.create_if_missing || options.read_only)) {
     return absl::NotFoundError(absl::StrCat("no table at ", path));
   }
-  if (!in_memory && !exists && mkdir(path.c_str(), 0755) != 0 &&
-      errno != EEXIST) {
-    return absl::Status(absl::ErrnoToStatusCode(errno),
-                        absl::StrCat("mkdir ", path, ": ", strerror(errno)));
-  }
+  if (!in_memory && !exists) RT_RETURN_IF_ERROR(internal::PrepareNewTable(path));
 
   io::DeviceOptions dev;
   dev.backend = options.backend;
   dev.block_size = options.block_size;
   dev.direct_io = options.direct_io;
   dev.create_if_missing = !exists;
+  dev.read_only = options.read_only;
 
   Superblock sb;
   if (exists) {
@@ -2118,35 +2113,35 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
     return options.open_file ? options.open_file(Join(path, file), o)
                              : io::OpenBlockDevice(Join(path, file), o);
   };
+  // The log and the journal may be missing (a table never written since a
+  // clean close may have had them removed): a writer makes them anew, and
+  // to a reader they are empty.
+  auto open_or_empty = [&](const char* file, const io::DeviceOptions& o)
+      -> absl::StatusOr<std::unique_ptr<io::BlockDevice>> {
+    if (o.read_only && !internal::FileExists(path, file)) {
+      return io::NewMemoryDevice(o.block_size);
+    }
+    io::DeviceOptions created = o;
+    created.create_if_missing = true;
+    return open(file, created);
+  };
   Files files;
   RT_ASSIGN_OR_RETURN(files.blocks,
                       open(exists ? kBlocksFile : kNewBlocksFile, dev));
   RT_ASSIGN_OR_RETURN(files.stash, open(kStashFile, dev));
   RT_ASSIGN_OR_RETURN(files.buffer, open(kBufferFile, dev));
-  // The log and the journal may be missing (a table never written since a
-  // clean close may have had them removed): then they are empty.
-  io::DeviceOptions aux = dev;
-  aux.create_if_missing = !options.read_only;
   // The log takes a small append per write: through a mapping, that is a
   // copy into the page cache rather than a system call, and it survives a
   // crash of the process all the same. A backend named in the options (or
   // direct I/O) is used for every file.
-  io::DeviceOptions wal = aux;
+  io::DeviceOptions wal = dev;
   if (wal.backend == io::Backend::kAuto && !wal.direct_io) {
     wal.backend = io::Backend::kMmap;
   }
   for (int i = 0; i < 2; ++i) {
-    RT_ASSIGN_OR_RETURN(files.wal[i], open(kWalFiles[i], wal));
+    RT_ASSIGN_OR_RETURN(files.wal[i], open_or_empty(kWalFiles[i], wal));
   }
-  RT_ASSIGN_OR_RETURN(files.journal, open(kJournalFile, aux));
-  if (!exists) {
-    // Whatever an earlier creation cut short left behind is discarded.
-    for (io::BlockDevice* file :
-         {files.blocks.get(), files.stash.get(), files.wal[0].get(),
-          files.wal[1].get(), files.journal.get(), files.buffer.get()}) {
-      RT_RETURN_IF_ERROR(file->Resize(0));
-    }
-  }
+  RT_ASSIGN_OR_RETURN(files.journal, open_or_empty(kJournalFile, dev));
   // A complete journal newer than the superblock is a checkpoint cut short
   // during its in-place writes: its superblock is the table's.
   std::optional<internal::Journal> journal;
@@ -2177,7 +2172,7 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
   RT_ASSIGN_OR_RETURN(auto mapping,
                       mapping::RoundMapping::Create(sb.s0, sb.num_buckets));
   auto impl = std::make_unique<Impl>(options, path, sb, std::move(mapping),
-                                     std::move(files));
+                                     std::move(files), std::move(table_lock));
   {
     MutexLock lock(&impl->mu_);
     if (exists) {
@@ -2185,7 +2180,7 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
     } else {
       RT_RETURN_IF_ERROR(impl->Format());
       internal::KillPoint("create: formatted");
-      if (!in_memory) RT_RETURN_IF_ERROR(PublishNewTable(path));
+      if (!in_memory) RT_RETURN_IF_ERROR(internal::PublishNewTable(path));
     }
   }
   return std::unique_ptr<Table>(new Table(std::move(impl)));
@@ -2204,20 +2199,7 @@ uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes,
 }
 
 absl::Status DestroyTable(const std::string& path) {
-  for (const char* file :
-       {kBlocksFile, kNewBlocksFile, kStashFile, kWalFiles[0], kWalFiles[1],
-        kJournalFile, kBufferFile}) {
-    const std::string p = Join(path, file);
-    if (unlink(p.c_str()) != 0 && errno != ENOENT) {
-      return absl::Status(absl::ErrnoToStatusCode(errno),
-                          absl::StrCat("unlink ", p, ": ", strerror(errno)));
-    }
-  }
-  if (rmdir(path.c_str()) != 0 && errno != ENOENT && errno != ENOTEMPTY) {
-    return absl::Status(absl::ErrnoToStatusCode(errno),
-                        absl::StrCat("rmdir ", path, ": ", strerror(errno)));
-  }
-  return absl::OkStatus();
+  return internal::DestroyTableFiles(path);
 }
 
 }  // namespace roundtable

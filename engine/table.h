@@ -14,6 +14,11 @@
 // or sync makes the table refuse further writes with that first error (reads
 // go on); the write that failed may or may not be there after reopening.
 //
+// One writer: a table has at most one writable handle at a time, in any
+// process, or any number of read-only ones (Options::read_only), never
+// both: Open takes a lock on the table's LOCK file first, and a conflicting
+// Open fails at once with FailedPrecondition (docs/durability.md).
+//
 // Thread-safety: a Table may be used from any number of threads. Reads (Get,
 // GetStats) run concurrently with each other; writes (Put, Delete, Write,
 // Checkpoint, Close) are serialised and exclude reads while they change the
@@ -232,7 +237,14 @@ class Iterator {
 class Table {
  public:
   // Opens the table in directory `path`, creating it (and the directory)
-  // when missing and options.create_if_missing. AlreadyExists when it exists
+  // when missing and options.create_if_missing. Locks the table first:
+  // FailedPrecondition, naming the table and (for a writer) its process,
+  // when a writer holds it, or, for a writable open, readers do. Read-only,
+  // every file is opened read-only and nothing is created or changed (a
+  // missing log or journal is empty), so read permission suffices. A
+  // symbolic link or any other non-regular file in place of a table file
+  // is InvalidArgument; a directory with table files but no table is
+  // FailedPrecondition and is left as it is. AlreadyExists when it exists
   // and options.error_if_exists; NotFound when missing and not to be
   // created; InvalidArgument for bad options, a layout that differs from the
   // stored one, or a path that is not a directory; FailedPrecondition for a
@@ -349,8 +361,9 @@ class Table {
 // 1024 records a block.
 uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes, size_t value_bytes);
 
-// Removes the table's files and its directory (if then empty). OK when
-// nothing is there.
+// Removes the table's files and its directory (if then empty), under the
+// writer's lock (FailedPrecondition while a handle has the table open). OK
+// when nothing is there.
 absl::Status DestroyTable(const std::string& path);
 
 }  // namespace roundtable

@@ -62,6 +62,12 @@ IoStats IoLedger::Snapshot() const {
   return s;
 }
 
+absl::Status BlockDevice::CheckWritable(const char* op) const {
+  if (!capabilities().read_only) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat(op, " ", path_, ": the device is open read-only"));
+}
+
 absl::Status BlockDevice::CheckTransfer(const char* op, uint64_t block,
                                         const void* data, size_t size) const {
   const Capabilities& caps = capabilities();
@@ -101,6 +107,7 @@ absl::Status BlockDevice::Read(uint64_t block, std::span<std::byte> buffer) {
 
 absl::Status BlockDevice::Write(uint64_t block,
                                 std::span<const std::byte> buffer) {
+  RT_RETURN_IF_ERROR(CheckWritable("write"));
   RT_RETURN_IF_ERROR(
       CheckTransfer("write", block, buffer.data(), buffer.size()));
   WaitTimer timer(ledger_);
@@ -112,6 +119,7 @@ absl::Status BlockDevice::Write(uint64_t block,
 absl::Status BlockDevice::WriteChanged(uint64_t block,
                                        std::span<const std::byte> buffer,
                                        size_t begin, size_t end) {
+  RT_RETURN_IF_ERROR(CheckWritable("write"));
   RT_RETURN_IF_ERROR(
       CheckTransfer("write", block, buffer.data(), buffer.size()));
   if (begin > end || end > buffer.size()) {
@@ -143,6 +151,7 @@ absl::Status BlockDevice::ReadBatch(std::span<const ReadRequest> requests) {
 }
 
 absl::Status BlockDevice::WriteBatch(std::span<const WriteRequest> requests) {
+  RT_RETURN_IF_ERROR(CheckWritable("write"));
   for (const WriteRequest& r : requests) {
     RT_RETURN_IF_ERROR(
         CheckTransfer("write", r.block, r.buffer.data(), r.buffer.size()));
@@ -169,6 +178,7 @@ absl::Status BlockDevice::WriteBack() {
 }
 
 absl::Status BlockDevice::Resize(uint64_t num_blocks) {
+  RT_RETURN_IF_ERROR(CheckWritable("resize"));
   WaitTimer timer(ledger_);
   return DoResize(num_blocks);
 }

@@ -35,6 +35,9 @@ struct Capabilities {
   // Buffers and their lengths must be multiples of this (1 when any buffer
   // works). For direct I/O it is min(block_size, 4096).
   size_t buffer_alignment = 1;
+  // Opened for reading only (DeviceOptions::read_only): every write,
+  // WriteBatch and Resize is FailedPrecondition, with nothing changed.
+  bool read_only = false;
 };
 
 // The physical ledger: what a device did, counted as it happened. Counters
@@ -100,7 +103,10 @@ struct WriteRequest {
 //   covered by a successful Sync may be lost, torn at sector (512-byte)
 //   granularity, or kept, in any combination. After a failed Sync the device
 //   promises nothing about unsynced data (retrying does not help).
-// - Resize: grows with zero blocks or truncates at the end.
+// - Resize: grows with zero blocks or truncates at the end. A Resize that
+//   fails leaves the size as it was.
+// - Read-only: a device opened read-only refuses every write and Resize
+//   with FailedPrecondition.
 class BlockDevice {
  public:
   virtual ~BlockDevice() = default;
@@ -167,6 +173,8 @@ class BlockDevice {
   // path, the offset and the length.
   absl::Status CheckTransfer(const char* op, uint64_t block, const void* data,
                              size_t size) const;
+  // FailedPrecondition naming `op` and the path on a read-only device.
+  absl::Status CheckWritable(const char* op) const;
 
   IoLedger& ledger() { return ledger_; }
 
@@ -187,6 +195,9 @@ struct DeviceOptions {
   uint32_t queue_depth = 32;  // io_uring entries; also the largest batch
                               // in flight at once
   bool create_if_missing = true;
+  // Open the file for reading only: nothing is created (create_if_missing
+  // is ignored), and writes and Resize are refused.
+  bool read_only = false;
 };
 
 // Opens (creating if asked) the block device at `path`; the memory backend
@@ -194,6 +205,8 @@ struct DeviceOptions {
 // otherwise, printing a one-line notice on standard error the first time it
 // falls back. Setting the environment variable ROUNDTABLE_IO_URING=off makes
 // the probe fail, so that kAuto takes POSIX and kUring is refused.
+// The file backends never follow a symbolic link at `path` and refuse
+// anything but a regular file there (InvalidArgument naming it).
 // InvalidArgument for a bad block size or queue depth; the backend's error
 // (with the path) when the file cannot be opened.
 absl::StatusOr<std::unique_ptr<BlockDevice>> OpenBlockDevice(

@@ -4,7 +4,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <shared_mutex>
@@ -17,116 +16,128 @@
 namespace roundtable::io {
 namespace {
 
-class MmapDevice : public BlockDevice {
+// The file device with its writes, where it can, through a shared mapping
+// of the file's reserved blocks. Reads are pread (the page cache is the
+// mapping's), so that no read ever touches the mapping: reading a hole of
+// a full tmpfs through a mapping raises SIGBUS.
+class MmapDevice final : public FileDevice {
  public:
-  MmapDevice(const std::string& path, uint32_t block_size, int fd)
-      : BlockDevice(path), fd_(fd) {
-    caps_.backend = "mmap";
-    caps_.block_size = block_size;
-    caps_.partial_writes = true;
+  MmapDevice(const std::string& path, const DeviceOptions& options, int fd,
+             uint64_t file_bytes)
+      : FileDevice(path, options, fd, file_bytes, "mmap",
+                   /*parallel_batches=*/false) {
+    mutable_capabilities().partial_writes = true;
   }
   ~MmapDevice() override {
     if (base_ != nullptr) munmap(base_, mapped_bytes_);
-    close(fd_);
   }
 
-  const Capabilities& capabilities() const override { return caps_; }
-  uint64_t num_blocks() const override { return num_blocks_.load(); }
-
-  // Maps the file's first `num_blocks` blocks (its size, rounded down).
-  absl::Status Map(uint64_t num_blocks) {
+  // Reserves the blocks the file has (a file made elsewhere may be sparse)
+  // and maps them. A file system that cannot reserve them, or has no room
+  // left, gets no mapping: every write is then a pwrite, which reports a
+  // full disk as an error.
+  absl::Status Init() {
     std::unique_lock<std::shared_mutex> lock(mu_);
-    return RemapLocked(num_blocks);
+    const uint64_t bytes = num_blocks() * block_size();
+    if (bytes == 0 || !Reserve(0, bytes, FALLOC_FL_KEEP_SIZE).ok()) {
+      return absl::OkStatus();
+    }
+    return RemapLocked(bytes);
   }
 
  protected:
-  absl::Status DoRead(uint64_t block, std::span<std::byte> buffer) override {
-    std::shared_lock<std::shared_mutex> lock(mu_);
-    RT_RETURN_IF_ERROR(CheckMapped(block, buffer.size()));
-    std::memcpy(buffer.data(), base_ + block * caps_.block_size,
-                buffer.size());
-    return absl::OkStatus();
-  }
   absl::Status DoWrite(uint64_t block,
                        std::span<const std::byte> buffer) override {
-    std::shared_lock<std::shared_mutex> lock(mu_);
-    RT_RETURN_IF_ERROR(CheckMapped(block, buffer.size()));
-    std::memcpy(base_ + block * caps_.block_size, buffer.data(),
-                buffer.size());
-    return absl::OkStatus();
+    return DoWriteChanged(block, buffer, 0, buffer.size());
   }
   absl::Status DoWriteChanged(uint64_t block, std::span<const std::byte> buffer,
                               size_t begin, size_t end) override {
     std::shared_lock<std::shared_mutex> lock(mu_);
-    RT_RETURN_IF_ERROR(CheckMapped(block, buffer.size()));
-    std::memcpy(base_ + block * caps_.block_size + begin,
-                buffer.data() + begin, end - begin);
+    if ((block * block_size()) + buffer.size() <= mapped_bytes_) {
+      std::memcpy(base_ + block * block_size() + begin, buffer.data() + begin,
+                  end - begin);
+      return absl::OkStatus();
+    }
+    return FileDevice::DoWrite(block, buffer);
+  }
+  absl::Status DoWriteBatch(std::span<const WriteRequest> requests) override {
+    for (const WriteRequest& r : requests) {
+      RT_RETURN_IF_ERROR(DoWrite(r.block, r.buffer));
+    }
     return absl::OkStatus();
   }
   absl::Status DoSync() override {
-    std::shared_lock<std::shared_mutex> lock(mu_);
-    ledger().CountSubmission();
-    if (mapped_bytes_ > 0 && msync(base_, mapped_bytes_, MS_SYNC) != 0) {
-      return FileError(errno, "msync", path());
+    {
+      std::shared_lock<std::shared_mutex> lock(mu_);
+      if (mapped_bytes_ > 0 && msync(base_, mapped_bytes_, MS_SYNC) != 0) {
+        return FileError(errno, "msync", path());
+      }
     }
-    // The size, and anything msync left (it is fsync of the range here).
-    if (fdatasync(fd_) != 0) return FileError(errno, "fdatasync", path());
-    return absl::OkStatus();
-  }
-  // Stores into a shared mapping dirty the file's pages in the page cache,
-  // which sync_file_range writes back as it does those of pwrite.
-  absl::Status DoWriteBack() override {
-    ledger().CountSubmission();
-    StartWriteBack(fd_);
-    return absl::OkStatus();
+    // The size, the pwrites, and anything msync left (it is fsync of the
+    // range here).
+    return FileDevice::DoSync();
   }
   absl::Status DoResize(uint64_t num_blocks) override {
     std::unique_lock<std::shared_mutex> lock(mu_);
-    const off_t bytes = static_cast<off_t>(num_blocks * caps_.block_size);
-    if (ftruncate(fd_, bytes) != 0) return FileError(errno, "ftruncate", path());
-    const off_t mapped = static_cast<off_t>(mapped_bytes_);
-    if (bytes > mapped) {
-      // The blocks added are reserved now, so that they cannot run out
-      // later, when a store into the mapping would find no space and raise
-      // SIGBUS; the blocks already mapped were reserved when they were
-      // added. A filesystem without fallocate leaves the file sparse, as
-      // ftruncate made it.
-      const int rc = posix_fallocate(fd_, mapped, bytes - mapped);
-      if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
-        return FileError(rc, "fallocate", path());
-      }
+    const uint64_t bytes = num_blocks * block_size();
+    const uint64_t old = this->num_blocks() * block_size();
+    if (bytes < old) {
+      // The mapping first, so that it never reaches past the end of the
+      // file (a store there would raise SIGBUS).
+      if (mapped_bytes_ > bytes) RT_RETURN_IF_ERROR(RemapLocked(bytes));
+      return FileDevice::DoResize(num_blocks);
     }
-    RT_RETURN_IF_ERROR(RemapLocked(num_blocks));
-    if (bytes > mapped) {
-      // The new pages are faulted in writable now, in one call, rather
-      // than one fault at a time by the stores that fill them. (Advice
-      // only: a kernel without MADV_POPULATE_WRITE faults them later.)
-      madvise(base_ + mapped, bytes - mapped, MADV_POPULATE_WRITE);
-    }
+    // The blocks added are reserved before the file grows to them, so a
+    // store into the mapping can never find the disk full; when they cannot
+    // be (no room: the resize fails, the size unchanged), or the file
+    // system cannot reserve at all (they are written by pwrite), they are
+    // not mapped.
+    const absl::Status reserved = Reserve(old, bytes - old, 0);
+    if (!reserved.ok() && !absl::IsUnimplemented(reserved)) return reserved;
+    RT_RETURN_IF_ERROR(FileDevice::DoResize(num_blocks));
+    if (!reserved.ok() || mapped_bytes_ != old) return absl::OkStatus();
+    RT_RETURN_IF_ERROR(RemapLocked(bytes));
+    // The new pages are faulted in writable now, in one call, rather than
+    // one fault at a time by the stores that fill them. (Advice only: a
+    // kernel without MADV_POPULATE_WRITE faults them later.)
+    madvise(base_ + old, bytes - old, MADV_POPULATE_WRITE);
     return absl::OkStatus();
   }
 
  private:
-  absl::Status CheckMapped(uint64_t block, size_t size) const {
-    if ((block + size / caps_.block_size) * caps_.block_size > mapped_bytes_) {
-      return absl::OutOfRangeError(absl::StrCat(
-          "mmap ", path(), " block ", block, ": past the mapped blocks"));
+  // fallocate of [offset, offset + bytes): Unimplemented where the file
+  // system has no fallocate, else its error (ENOSPC: ResourceExhausted),
+  // with the file's size as it was.
+  absl::Status Reserve(uint64_t offset, uint64_t bytes, int mode) {
+    if (bytes == 0) return absl::OkStatus();
+    int rc;
+    do {
+      rc = fallocate(fd(), mode, static_cast<off_t>(offset),
+                     static_cast<off_t>(bytes));
+    } while (rc != 0 && errno == EINTR);
+    if (rc == 0) return absl::OkStatus();
+    const int err = errno;
+    if (mode == 0) {
+      // A partial allocation may have moved the end: put it back.
+      if (ftruncate(fd(), static_cast<off_t>(offset)) != 0) {
+        return FileError(errno, "ftruncate", path());
+      }
     }
-    return absl::OkStatus();
+    if (err == EOPNOTSUPP || err == ENOSYS) {
+      return absl::UnimplementedError(
+          absl::StrCat("fallocate ", path(), ": not supported"));
+    }
+    return IoError(err, "fallocate", path(), offset, bytes);
   }
 
-  absl::Status RemapLocked(uint64_t num_blocks) {
-    const size_t bytes = num_blocks * caps_.block_size;
-    if (bytes == mapped_bytes_) {
-      num_blocks_ = num_blocks;
-      return absl::OkStatus();
-    }
+  absl::Status RemapLocked(uint64_t bytes) {
+    if (bytes == mapped_bytes_) return absl::OkStatus();
     std::byte* base = nullptr;
     if (bytes > 0) {
       void* p = mapped_bytes_ > 0
                     ? mremap(base_, mapped_bytes_, bytes, MREMAP_MAYMOVE)
                     : mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-                           fd_, 0);
+                           fd(), 0);
       if (p == MAP_FAILED) {
         return FileError(errno, mapped_bytes_ > 0 ? "mremap" : "mmap", path());
       }
@@ -136,16 +147,14 @@ class MmapDevice : public BlockDevice {
     }
     base_ = base;
     mapped_bytes_ = bytes;
-    num_blocks_ = num_blocks;
     return absl::OkStatus();
   }
 
-  Capabilities caps_;
-  const int fd_;
-  std::shared_mutex mu_;  // exclusive: the mapping changes
+  // Exclusive: the mapping changes. The mapping covers [0, mapped_bytes_),
+  // blocks the file system has reserved; 0 when there is none.
+  std::shared_mutex mu_;
   std::byte* base_ = nullptr;
-  size_t mapped_bytes_ = 0;
-  std::atomic<uint64_t> num_blocks_{0};
+  uint64_t mapped_bytes_ = 0;
 };
 
 }  // namespace
@@ -157,9 +166,10 @@ absl::StatusOr<std::unique_ptr<BlockDevice>> OpenMmapDevice(
         "mmap ", path, ": direct I/O does not go through a mapping"));
   }
   RT_ASSIGN_OR_RETURN(const auto opened, OpenDeviceFile(path, options));
-  auto device =
-      std::make_unique<MmapDevice>(path, options.block_size, opened.first);
-  RT_RETURN_IF_ERROR(device->Map(opened.second / options.block_size));
+  auto device = std::make_unique<MmapDevice>(path, options, opened.first,
+                                             opened.second);
+  // Read-only, it is the file device as it is: nothing is mapped.
+  if (!options.read_only) RT_RETURN_IF_ERROR(device->Init());
   return device;
 }
 

@@ -2,9 +2,15 @@
 // copy into the kernel's page cache with no system call, so it survives a
 // crash of the process as a pwrite would; Sync (msync, then fdatasync) makes
 // it survive power loss. The table's write-ahead log uses it, where one
-// small append per write would otherwise cost a system call each. Resize
-// reserves the file's blocks (fallocate) before mapping them, so that a
-// write can never meet a full disk as a SIGBUS.
+// small append per write would otherwise cost a system call each. Only
+// blocks the file system has reserved (fallocate) are mapped, and Resize
+// reserves the blocks it adds before the file grows to them, so that a
+// store can never meet a full disk as a SIGBUS: where a file system cannot
+// reserve (no fallocate, or no room when the file was opened), those
+// blocks are written by pwrite, which reports the error. Reads are pread,
+// never through the mapping. Opened read-only, nothing is mapped. (A file
+// cut short under the mapping by another process would still raise SIGBUS
+// at a store: the table's lock keeps every other writer away.)
 //
 // Thread-safety: as BlockDevice. Transfers run concurrently under a shared
 // lock; Resize remaps under an exclusive one.

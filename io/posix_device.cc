@@ -84,6 +84,7 @@ FileDevice::FileDevice(const std::string& path, const DeviceOptions& options,
   caps_.block_size = options.block_size;
   caps_.direct_io = options.direct_io;
   caps_.parallel_batches = parallel_batches;
+  caps_.read_only = options.read_only;
   caps_.buffer_alignment =
       options.direct_io ? std::min<uint32_t>(options.block_size, 4096) : 1;
   num_blocks_ = file_bytes / options.block_size;
@@ -171,19 +172,36 @@ absl::Status FileDevice::DoResize(uint64_t num_blocks) {
 
 absl::StatusOr<std::pair<int, uint64_t>> OpenDeviceFile(
     const std::string& path, const DeviceOptions& options) {
-  int flags = O_RDWR | O_CLOEXEC;
-  if (options.create_if_missing) flags |= O_CREAT;
+  // A symbolic link in a file's place is never followed (a writer would
+  // write through it to a file elsewhere); O_NONBLOCK, which regular files
+  // ignore, keeps a FIFO there from blocking the open until it is refused.
+  int flags = (options.read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC |
+              O_NOFOLLOW | O_NONBLOCK;
+  if (options.create_if_missing && !options.read_only) flags |= O_CREAT;
   if (options.direct_io) flags |= O_DIRECT;
   int fd;
   do {
     fd = open(path.c_str(), flags, 0644);
   } while (fd < 0 && errno == EINTR);
+  if (fd < 0 && errno == ELOOP) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("open ", path, ": a symbolic link, not a regular file"));
+  }
+  if (fd < 0 && errno == EISDIR) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("open ", path, ": a directory, not a regular file"));
+  }
   if (fd < 0) return FileError(errno, "open", path);
   struct stat st;
   if (fstat(fd, &st) != 0) {
     const int err = errno;
     close(fd);
     return FileError(err, "fstat", path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return absl::InvalidArgumentError(
+        absl::StrCat("open ", path, ": not a regular file"));
   }
   return std::make_pair(fd, static_cast<uint64_t>(st.st_size));
 }

@@ -42,6 +42,8 @@ class FileDevice : public BlockDevice {
   absl::Status DoResize(uint64_t num_blocks) override;
 
   int fd() const { return fd_; }
+  // For a backend's own capabilities (the memory map's partial writes).
+  Capabilities& mutable_capabilities() { return caps_; }
 
  private:
   Capabilities caps_;

@@ -13,8 +13,11 @@ namespace roundtable::internal {
 DeferredDevice::DeferredDevice(io::BlockDevice* inner)
     : BlockDevice("deferred(" + inner->path() + ")"),
       inner_(inner),
+      caps_(inner->capabilities()),
       size_(inner->num_blocks()),
-      zero_from_(inner->num_blocks()) {}
+      zero_from_(inner->num_blocks()) {
+  caps_.read_only = false;
+}
 
 std::byte* DeferredDevice::Allocate() {
   if (free_.empty()) {

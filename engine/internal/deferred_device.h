@@ -32,9 +32,9 @@ class DeferredDevice final : public io::BlockDevice {
   // Borrows `inner`, which must outlive this device.
   explicit DeferredDevice(io::BlockDevice* inner);
 
-  const io::Capabilities& capabilities() const override {
-    return inner_->capabilities();
-  }
+  // The inner device's, but writable: writes are held here, so a table
+  // opened read-only replays its log over read-only files.
+  const io::Capabilities& capabilities() const override { return caps_; }
   uint64_t num_blocks() const override { return size_; }
 
   // The held blocks, by block number (all below num_blocks()), in no
@@ -102,6 +102,7 @@ class DeferredDevice final : public io::BlockDevice {
   std::byte* Allocate();
 
   io::BlockDevice* const inner_;
+  io::Capabilities caps_;
   uint64_t size_;
   // Blocks at or past this read as zeros unless held: they were cut off by
   // a Resize since the last Freeze, so the inner device's bytes are stale.

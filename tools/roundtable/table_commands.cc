@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/internal/table_files.h"
 #include "io/status_macros.h"
 #include "tools/roundtable/tsv.h"
 
@@ -34,9 +35,8 @@ uint64_t FileBytes(const std::string& path) {
 
 uint64_t TableBytes(const std::string& dir) {
   uint64_t bytes = 0;
-  for (const char* file :
-       {"blocks", "stash", "buffer", "wal", "wal.1", "journal"}) {
-    bytes += FileBytes(dir + "/" + file);
+  for (const char* file : internal::kDataFiles) {
+    bytes += FileBytes(internal::TablePath(dir, file));
   }
   return bytes;
 }

@@ -1,0 +1,216 @@
+#include "engine/internal/table_files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "io/io_error.h"
+
+namespace roundtable::internal {
+namespace {
+
+// The LOCK file holds a process id and a newline, at most this long; a
+// longer file is not one this code wrote, and is left as it is.
+constexpr off_t kLockBytes = 32;
+
+// The process id written in the LOCK file, or 0.
+long LockHolder(int fd) {
+  char text[kLockBytes + 1] = {};
+  const ssize_t n = pread(fd, text, kLockBytes, 0);
+  long pid = 0;
+  if (n <= 0 || !absl::SimpleAtoi(absl::StripAsciiWhitespace(
+                                      absl::string_view(text, n)),
+                                  &pid)) {
+    return 0;
+  }
+  return pid;
+}
+
+// F_OFD_SETLK of the whole file: true when taken, false when another open
+// file holds a conflicting lock (*writer: whether that is a write lock).
+absl::StatusOr<bool> TryLock(int fd, bool exclusive, const std::string& path,
+                             bool* writer) {
+  struct flock lock = {};
+  lock.l_type = exclusive ? F_WRLCK : F_RDLCK;
+  lock.l_whence = SEEK_SET;
+  int rc;
+  do {
+    rc = fcntl(fd, F_OFD_SETLK, &lock);
+  } while (rc != 0 && errno == EINTR);
+  if (rc == 0) return true;
+  if (errno != EAGAIN && errno != EACCES) {
+    return io::FileError(errno, "lock", path);
+  }
+  struct flock probe = {};
+  probe.l_type = F_WRLCK;
+  probe.l_whence = SEEK_SET;
+  *writer = fcntl(fd, F_OFD_GETLK, &probe) == 0 && probe.l_type == F_WRLCK;
+  return false;
+}
+
+}  // namespace
+
+std::string TablePath(std::string_view dir, std::string_view file) {
+  std::string path(dir);
+  path += '/';
+  path += file;
+  return path;
+}
+
+TableLock::TableLock(TableLock&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)) {}
+
+TableLock& TableLock::operator=(TableLock&& other) noexcept {
+  if (this != &other) {
+    Release();
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+void TableLock::Release() {
+  if (fd_ < 0) return;
+  close(fd_);  // the lock goes with the last descriptor of its open file
+  fd_ = -1;
+}
+
+absl::StatusOr<TableLock> TableLock::Acquire(const std::string& dir,
+                                             bool exclusive) {
+  const std::string path = TablePath(dir, kLockFile);
+  // Never through a symbolic link; O_NONBLOCK keeps a FIFO from blocking.
+  const int flags = (exclusive ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC |
+                    O_NOFOLLOW | O_NONBLOCK;
+  int fd;
+  do {
+    fd = open(path.c_str(), flags, 0644);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0 && !exclusive && errno == ENOENT) {
+    // A table no writer of this version opened: a reader makes the file
+    // if it may, and otherwise no writer can be there either.
+    do {
+      fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+                0644);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0 && (errno == EROFS || errno == EACCES || errno == EPERM)) {
+      return TableLock();
+    }
+  } else if (fd < 0 && !exclusive && (errno == EACCES || errno == EROFS)) {
+    return TableLock();
+  }
+  if (fd < 0 && errno == ELOOP) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is a symbolic link, not the table's lock file"));
+  }
+  if (fd < 0) return io::FileError(errno, "open", path);
+  TableLock held(fd);
+  struct stat st;
+  if (fstat(fd, &st) != 0) return io::FileError(errno, "fstat", path);
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is not a regular file"));
+  }
+  bool writer = false;
+  absl::StatusOr<bool> taken = TryLock(fd, exclusive, path, &writer);
+  if (!taken.ok()) return taken.status();
+  if (!*taken) {
+    std::string who = "open read-only by another handle";
+    if (writer) {
+      who = "locked by a writer";
+      if (const long pid = LockHolder(fd); pid > 0) {
+        absl::StrAppend(&who, " (process ", pid,
+                        pid == getpid() ? ", this one)" : ")");
+      }
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "table ", dir, " is ", who,
+        exclusive ? "; a table takes one writer, or any number of readers"
+                  : "; readers may open it once the writer closes it"));
+  }
+  if (exclusive && st.st_size <= kLockBytes) {
+    const std::string pid = absl::StrCat(getpid(), "\n");
+    if (ftruncate(fd, 0) != 0 ||
+        pwrite(fd, pid.data(), pid.size(), 0) !=
+            static_cast<ssize_t>(pid.size())) {
+      return io::FileError(errno, "write", path);
+    }
+  }
+  return held;
+}
+
+bool FileExists(const std::string& dir, const char* file) {
+  struct stat st;
+  return lstat(TablePath(dir, file).c_str(), &st) == 0;
+}
+
+absl::Status PrepareNewTable(const std::string& dir) {
+  if (!FileExists(dir, kNewBlocksFile)) {
+    for (const char* file : kDataFiles) {
+      if (FileExists(dir, file)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            dir, " holds a file named ", file,
+            " but no table (no blocks file, and no creation cut short): "
+            "remove it, or choose another directory"));
+      }
+    }
+    return absl::OkStatus();
+  }
+  for (const char* file : {kNewBlocksFile, kStashFile, kBufferFile,
+                           kWalFiles[0], kWalFiles[1], kJournalFile}) {
+    const std::string path = TablePath(dir, file);
+    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+      return io::FileError(errno, "unlink", path);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PublishNewTable(const std::string& dir) {
+  const std::string from = TablePath(dir, kNewBlocksFile);
+  if (rename(from.c_str(), TablePath(dir, kBlocksFile).c_str()) != 0) {
+    return io::FileError(errno, "rename", from);
+  }
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return io::FileError(errno, "open", dir);
+  const int synced = fsync(fd);
+  const int err = errno;
+  close(fd);
+  if (synced != 0) return io::FileError(err, "fsync", dir);
+  return absl::OkStatus();
+}
+
+absl::Status DestroyTableFiles(const std::string& dir) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return io::FileError(errno, "stat", dir);
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, " exists and is not a directory"));
+  }
+  absl::StatusOr<TableLock> lock = TableLock::Acquire(dir, /*exclusive=*/true);
+  if (!lock.ok()) return lock.status();
+  for (const char* file : {kBlocksFile, kNewBlocksFile, kStashFile, kBufferFile,
+                           kWalFiles[0], kWalFiles[1], kJournalFile,
+                           kLockFile}) {
+    const std::string path = TablePath(dir, file);
+    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+      return io::FileError(errno, "unlink", path);
+    }
+  }
+  lock->Release();
+  if (rmdir(dir.c_str()) != 0 && errno != ENOENT && errno != ENOTEMPTY) {
+    return io::FileError(errno, "rmdir", dir);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace roundtable::internal

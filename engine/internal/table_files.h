@@ -1,0 +1,93 @@
+// The files of a table's directory (docs/format.md): their names, the lock
+// that keeps one writer per table, creating a table's directory safely,
+// publishing a new table, and destroying one. The one owner of the names:
+// the CLI and the tests use them from here.
+//
+// Thread-safety: TableLock is a value that one thread owns; the functions
+// are safe to call from any thread.
+#ifndef ROUNDTABLE_ENGINE_INTERNAL_TABLE_FILES_H_
+#define ROUNDTABLE_ENGINE_INTERNAL_TABLE_FILES_H_
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace roundtable::internal {
+
+inline constexpr char kBlocksFile[] = "blocks";
+// A new table's block file until its first checkpoint is durable: a crash
+// while a table is created leaves no `blocks` file, so no table.
+inline constexpr char kNewBlocksFile[] = "blocks.new";
+inline constexpr char kStashFile[] = "stash";
+inline constexpr char kBufferFile[] = "buffer";
+// The write-ahead log's two files: a checkpoint moves the writers to the
+// other one, so that they go on logging while its journal is written.
+inline constexpr std::array<const char*, 2> kWalFiles = {"wal", "wal.1"};
+inline constexpr char kJournalFile[] = "journal";
+// Locked by every open handle (TableLock); holds the writer's process id.
+inline constexpr char kLockFile[] = "LOCK";
+
+// The six files that hold a table's data.
+inline constexpr std::array<const char*, 6> kDataFiles = {
+    kBlocksFile, kStashFile, kBufferFile, kWalFiles[0], kWalFiles[1],
+    kJournalFile};
+
+// dir/file.
+std::string TablePath(std::string_view dir, std::string_view file);
+
+// The lock on a table's directory: an open file description lock (fcntl
+// F_OFD_SETLK) on its LOCK file, exclusive for a writer and shared for a
+// reader. Such a lock belongs to the open file, not the process, so it
+// excludes a second handle in the same process as well as in another, and
+// it goes away with the process however that ends (no stale lock after
+// SIGKILL). Released when the TableLock is destroyed or Released.
+class TableLock {
+ public:
+  TableLock() = default;
+  TableLock(TableLock&& other) noexcept;
+  TableLock& operator=(TableLock&& other) noexcept;
+  ~TableLock() { Release(); }
+
+  // Takes the lock of the table directory `dir`, which must exist, without
+  // waiting. A writer (`exclusive`) creates the LOCK file if needed and
+  // writes its process id into it. FailedPrecondition naming the table
+  // when another handle holds a conflicting lock: "locked by a writer
+  // (process N)" or "open read-only elsewhere". A reader that can neither
+  // open nor create the LOCK file (a read-only mount, or a directory it
+  // may not write to where no writer ever opened the table) goes on
+  // without a lock: no writer can be there.
+  static absl::StatusOr<TableLock> Acquire(const std::string& dir,
+                                           bool exclusive);
+
+  void Release();
+
+ private:
+  explicit TableLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+// How a directory with no `blocks` file may become a new table: OK when
+// it holds none of the table's files, or the leftovers of a creation cut
+// short (a `blocks.new`), which it then removes (unlinks: nothing they
+// point to is changed). FailedPrecondition when it holds table files but
+// neither: they are not this creation's, and creating would lose them.
+absl::Status PrepareNewTable(const std::string& dir);
+
+// Renames a new table's block file, formatted and synced, to its name, and
+// syncs the directory: from then on the table exists.
+absl::Status PublishNewTable(const std::string& dir);
+
+// Whether dir/file exists (as anything: a symbolic link counts).
+bool FileExists(const std::string& dir, const char* file);
+
+// Removes the table's files and its directory (if then empty), under the
+// writer's lock: FailedPrecondition while another handle has it open. OK
+// when nothing is there.
+absl::Status DestroyTableFiles(const std::string& dir);
+
+}  // namespace roundtable::internal
+
+#endif  // ROUNDTABLE_ENGINE_INTERNAL_TABLE_FILES_H_
