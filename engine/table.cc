@@ -132,7 +132,7 @@ absl::Status CheckOptions(const Options& o) {
     return absl::InvalidArgumentError(absl::StrCat(
         "block size ", bs, " is not a power of two from 512 to 65536"));
   }
-  if (o.s0 < 1 || o.s0 > (uint64_t{1} << 20)) {
+  if (o.s0 < 1 || o.s0 > internal::kMaxS0) {
     return absl::InvalidArgumentError(
         absl::StrCat("s0 = ", o.s0, " is outside [1, 2^20]"));
   }
@@ -258,6 +258,12 @@ class Table::Impl {
         auto live,
         internal::StashLog::Load(device, copy.epoch(), copy.blocks(), what));
     for (auto& [key, value] : live) {
+      if (internal::EncodedSize(key, value) > MaxRecord(block_size())) {
+        return absl::DataLossError(absl::StrCat(
+            std::string(what), ": a record of ",
+            internal::EncodedSize(key, value),
+            " bytes, past the limit of ", MaxRecord(block_size())));
+      }
       const uint64_t h = Hash(key);
       records.Add(mapping_.FindBucket(h), h, Record(key, value));
     }
@@ -882,12 +888,7 @@ class Table::Impl {
     }
     recovered_journal_ = journal.has_value();
     // The files may be longer than the superblock says (a shrink not yet
-    // checkpointed), never shorter.
-    if (blocks_->num_blocks() < kHeaderBlocks + sb_.num_buckets) {
-      return absl::DataLossError(absl::StrCat(
-          path_, ": block file holds ", blocks_->num_blocks(), " blocks, ",
-          kHeaderBlocks + sb_.num_buckets, " expected"));
-    }
+    // checkpointed), never shorter (Open checked).
     RT_RETURN_IF_ERROR(blocks_->Resize(kHeaderBlocks + sb_.num_buckets));
     RT_RETURN_IF_ERROR(LoadStashAndBuffer());
     // The log's two files, the one whose first record is older first (a
@@ -914,6 +915,16 @@ class Table::Impl {
               [&](uint64_t seq, std::string_view record)
                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
                     RT_ASSIGN_OR_RETURN(auto ops, DecodeOps(record, seq));
+                    // A record the table could not have logged.
+                    for (const Op& op : ops) {
+                      if (!op.put) continue;
+                      if (absl::Status s = CheckRecord(op.key, op.value);
+                          !s.ok()) {
+                        return absl::DataLossError(absl::StrCat(
+                            "write-ahead log record ", seq, ": ",
+                            s.message()));
+                      }
+                    }
                     return Apply(ops);
                   }));
       if (last_file < 0 || replay.records > 0) {
@@ -2166,8 +2177,37 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
         return absl::DataLossError(absl::StrCat(
             path, ": the checkpoint journal holds no matching superblock"));
       }
+      // Every image lies within its file as the journal's superblock has
+      // it, so that laying it in place can neither grow a file without
+      // bound nor wrap its size around.
+      RT_RETURN_IF_ERROR(CheckFormatVersion(path, sb));
+      const std::array<uint64_t, 3> ends = {
+          kHeaderBlocks + sb.num_buckets, sb.stash_blocks, sb.buffer_blocks};
+      for (const internal::JournalImage& image : journal->images) {
+        if (image.block >= ends[image.file]) {
+          return absl::DataLossError(absl::StrCat(
+              path, ": the checkpoint journal holds an image for block ",
+              image.block, " of a file of ", ends[image.file], " blocks"));
+        }
+      }
       if (!options.read_only) RT_RETURN_IF_ERROR(ApplyJournal(*journal, files));
     }
+  }
+  // Nothing is sized by the bucket count before the block file is known
+  // to hold its blocks (the file may be longer: a shrink not yet
+  // checkpointed). A read-only open lays the journal's images in memory.
+  uint64_t stored = files.blocks->num_blocks();
+  if (journal && options.read_only) {
+    for (const internal::JournalImage& image : journal->images) {
+      if (image.file == kBlocksFileId) {
+        stored = std::max(stored, image.block + 1);
+      }
+    }
+  }
+  if (exists && stored < kHeaderBlocks + sb.num_buckets) {
+    return absl::DataLossError(absl::StrCat(
+        path, ": block file holds ", stored, " blocks, ",
+        kHeaderBlocks + sb.num_buckets, " expected"));
   }
   RT_ASSIGN_OR_RETURN(auto mapping,
                       mapping::RoundMapping::Create(sb.s0, sb.num_buckets));

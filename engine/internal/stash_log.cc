@@ -61,7 +61,8 @@ absl::StatusOr<absl::flat_hash_map<std::string, std::string>> StashLog::Load(
       const char op = *q++;
       const auto klen = GetVarint(&q, end);
       const auto vlen = GetVarint(&q, end);
-      if (!klen || !vlen || *klen + *vlen > static_cast<uint64_t>(end - q)) {
+      const uint64_t left = static_cast<uint64_t>(end - q);
+      if (!klen || !vlen || *klen > left || *vlen > left - *klen) {
         return corrupt("entry framing");
       }
       std::string key(q, *klen);

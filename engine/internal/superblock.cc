@@ -5,6 +5,8 @@
 #include <bit>
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
+#include "engine/internal/block_format.h"
 #include "engine/internal/coding.h"
 
 namespace roundtable::internal {
@@ -67,6 +69,35 @@ absl::StatusOr<Superblock> DecodeSuperblock(std::span<const std::byte> in) {
   sb.wal_seq = GetFixed64(p + kWalSeqAt);
   sb.buffer_epoch = GetFixed64(p + kBufferEpochAt);
   sb.buffer_blocks = GetFixed64(p + kBufferBlocksAt);
+  if (sb.format_version != kFormatVersion) return sb;  // the caller refuses it
+  // A copy whose checksum holds but whose fields no table could have (a
+  // file from elsewhere) is no valid copy either: nothing below may size an
+  // allocation or a loop by them.
+  auto bad = [](const char* what) {
+    return absl::DataLossError(
+        absl::StrCat("superblock: ", what, " out of range"));
+  };
+  const uint32_t bs = sb.block_size;
+  if (bs < 512 || bs > 65536 || (bs & (bs - 1)) != 0) return bad("block size");
+  const uint64_t payload = bs - kBlockHeaderBytes;
+  if (sb.s0 < 1 || sb.s0 > kMaxS0) return bad("s0");
+  if (!(sb.epsilon > 0 && sb.epsilon <= 0.5)) return bad("epsilon");
+  if (sb.block_records > payload / kMinRecordBytes) return bad("record limit");
+  if (sb.num_buckets < sb.s0 || sb.num_buckets > kMaxBuckets) {
+    return bad("bucket count");
+  }
+  if (sb.stash_blocks > kMaxBuckets || sb.buffer_blocks > kMaxBuckets) {
+    return bad("copy blocks");
+  }
+  // Records fill at most the blocks' record space, and the stash at most
+  // twice its copy's bytes (an entry is at least half its record's size).
+  if (sb.data_bytes > sb.num_buckets * payload + 2 * sb.stash_blocks * bs) {
+    return bad("data bytes");
+  }
+  if (sb.record_count > sb.data_bytes / kMinRecordBytes ||
+      sb.data_bytes > sb.record_count * (payload / 4)) {
+    return bad("record count");
+  }
   return sb;
 }
 

@@ -18,6 +18,12 @@ inline constexpr uint32_t kSuperblockMagic = 0x42535452;  // "RTSB"
 inline constexpr uint32_t kFormatVersion = 7;
 // Superblocks occupy blocks 0 and 1; bucket b is block b + kHeaderBlocks.
 inline constexpr uint64_t kHeaderBlocks = 2;
+// The bounds of a valid superblock's fields: the largest s0 a table takes
+// (Options::s0), the most buckets (and copy blocks), and the smallest
+// encoded record (two one-byte lengths and its 4-byte slot).
+inline constexpr uint64_t kMaxS0 = uint64_t{1} << 20;
+inline constexpr uint64_t kMaxBuckets = uint64_t{1} << 40;
+inline constexpr uint64_t kMinRecordBytes = 6;
 
 struct Superblock {
   uint32_t format_version = kFormatVersion;
@@ -43,7 +49,8 @@ struct Superblock {
 // Encodes into exactly out.size() bytes (one block).
 void EncodeSuperblock(const Superblock& sb, std::span<std::byte> out);
 
-// DataLoss when the magic or checksum is wrong (so the other copy is used).
+// DataLoss when the magic or checksum is wrong, or a field is out of the
+// range any table has (so the other copy is used).
 // A valid copy with a format version above kFormatVersion is returned as is;
 // the caller refuses it.
 absl::StatusOr<Superblock> DecodeSuperblock(std::span<const std::byte> in);

@@ -140,11 +140,52 @@ absl::StatusOr<std::optional<uint64_t>> FirstWalSeq(io::BlockDevice& device) {
   return GetFixed64(r + 4);
 }
 
+namespace {
+
+// Records longer than this are checked on the device, block by block,
+// before the replay reads them whole: a crafted length in a large (or
+// sparse) file costs a pass over it, never an allocation of its size.
+constexpr uint64_t kLargeRecord = uint64_t{1} << 20;
+
+// Whether the record whose 28-byte header is `header`, at stream offset
+// `at` of `device`, is whole: its payload's checksum computed from the
+// device a run of blocks at a time. REQUIRES: it ends within the device.
+absl::StatusOr<bool> WholeOnDevice(io::BlockDevice& device, uint64_t at,
+                                   const char* header) {
+  const uint32_t bs = device.block_size();
+  const uint64_t length = GetFixed32(header);
+  XXH3_state_t* state = XXH3_createState();
+  if (state == nullptr) return absl::ResourceExhaustedError("XXH3 state");
+  XXH3_64bits_reset_withSeed(state, XXH3_64bits(header, kChecksumAt));
+  constexpr uint64_t kRun = 64;  // blocks a read
+  io::AlignedBuffer run(kRun * bs);
+  uint64_t from = at + kWalHeaderBytes;
+  const uint64_t end = from + length;
+  absl::Status status;
+  while (from < end && status.ok()) {
+    const uint64_t block = from / bs;
+    const uint64_t blocks =
+        std::min<uint64_t>(kRun, (end + bs - 1) / bs - block);
+    status = device.Read(block, run.span().subspan(0, blocks * bs));
+    const uint64_t skip = from - block * bs;
+    const uint64_t take = std::min<uint64_t>(blocks * bs - skip, end - from);
+    XXH3_64bits_update(state, run.data() + skip, take);
+    from += take;
+  }
+  const uint64_t digest = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  if (!status.ok()) return status;
+  return digest == GetFixed64(header + kChecksumAt);
+}
+
+}  // namespace
+
 absl::StatusOr<WalReplay> ReplayWal(
     io::BlockDevice& device, uint64_t after_seq,
     const std::function<absl::Status(uint64_t, std::string_view)>& fn) {
   const uint32_t bs = device.block_size();
   const uint64_t blocks = device.num_blocks();
+  const uint64_t device_bytes = blocks * bs;
   WalReplay replay;
   replay.last_seq = after_seq;
   // A window of the stream: whole blocks read so far, minus what was parsed.
@@ -168,7 +209,12 @@ absl::StatusOr<WalReplay> ReplayWal(
     const uint64_t seq = GetFixed64(window.data() + 4);
     const uint64_t checksum = GetFixed64(window.data() + kChecksumAt);
     // A length past the end of the device is a torn or stale record.
-    if (consumed + kWalHeaderBytes + length > blocks * bs) break;
+    if (consumed + kWalHeaderBytes + length > device_bytes) break;
+    if (length > kLargeRecord && window.size() < kWalHeaderBytes + length) {
+      RT_ASSIGN_OR_RETURN(const bool whole,
+                          WholeOnDevice(device, consumed, window.data()));
+      if (!whole) break;
+    }
     // Within the device, so the window fills.
     RT_RETURN_IF_ERROR(fill(kWalHeaderBytes + length).status());
     const std::string_view payload(window.data() + kWalHeaderBytes, length);
@@ -185,19 +231,59 @@ absl::StatusOr<WalReplay> ReplayWal(
     window.erase(0, kWalHeaderBytes + length);
   }
   // The log ends here unless a whole record further on says that the next
-  // record was synced: then a synced record was damaged.
-  RT_RETURN_IF_ERROR(fill(SIZE_MAX).status());
+  // record was synced: then a synced record was damaged. From the record
+  // where reading stopped (one whole but out of sequence, as a log that
+  // follows a damaged one, counts too), every byte offset is a candidate
+  // whose header could belong to such a record: numbered after the stop,
+  // within as many records as the rest of the device holds, with a
+  // durable mark from the stop up to below its own number. Only those are
+  // checksummed, at most twice the rest of the device in all (random
+  // bytes give almost none): a log crafted to pass more is reported as
+  // damaged rather than searched without end. Time and memory stay
+  // linear in the device's size.
   const uint64_t expected = replay.last_seq + 1;
-  // From the record where reading stopped: one whole but out of sequence
-  // (a log that follows a damaged one) counts too.
-  for (size_t o = 0; o + kWalHeaderBytes <= window.size(); ++o) {
-    const char* header = window.data() + o;
+  const uint64_t rest = device_bytes - consumed;
+  const uint64_t most_records = rest / kWalHeaderBytes + 1;
+  uint64_t budget = 2 * rest + kLargeRecord;
+  // The window from `consumed` on, refilled a run of blocks at a time with
+  // the last header's worth kept in front.
+  constexpr size_t kRun = 256;  // blocks a read
+  io::AlignedBuffer run(kRun * bs);
+  uint64_t base = consumed;  // stream offset of window[0]
+  for (uint64_t o = consumed; o + kWalHeaderBytes <= device_bytes; ++o) {
+    if (o + kWalHeaderBytes > base + window.size()) {
+      window.erase(0, o - base);
+      base = o;
+      const uint64_t n = std::min<uint64_t>(kRun, blocks - next_block);
+      RT_RETURN_IF_ERROR(device.Read(next_block, run.span().subspan(0, n * bs)));
+      next_block += n;
+      window.append(reinterpret_cast<const char*>(run.data()), n * bs);
+    }
+    const char* header = window.data() + (o - base);
     const uint64_t seq = GetFixed64(header + 4);
-    if (seq <= expected || GetFixed64(header + 12) < expected) continue;
-    const uint32_t length = GetFixed32(header);
-    if (length > window.size() - o - kWalHeaderBytes) continue;
-    const std::string_view payload(header + kWalHeaderBytes, length);
-    if (RecordChecksum(header, payload) == GetFixed64(header + kChecksumAt)) {
+    const uint64_t mark = GetFixed64(header + 12);
+    if (seq <= expected || seq - expected > most_records || mark < expected ||
+        mark >= seq) {
+      continue;
+    }
+    const uint64_t length = GetFixed32(header);
+    if (o + kWalHeaderBytes + length > device_bytes) continue;
+    if (length > budget) {
+      return absl::DataLossError(absl::StrCat(
+          "write-ahead log record ", expected, " at byte ", consumed,
+          " is damaged, and what follows it holds too many records that "
+          "claim to vouch for it to search"));
+    }
+    budget -= length;
+    bool whole;
+    if (o - base + kWalHeaderBytes + length <= window.size()) {
+      whole = RecordChecksum(header, std::string_view(
+                                         header + kWalHeaderBytes, length)) ==
+              GetFixed64(header + kChecksumAt);
+    } else {
+      RT_ASSIGN_OR_RETURN(whole, WholeOnDevice(device, o, header));
+    }
+    if (whole) {
       return absl::DataLossError(absl::StrCat(
           "write-ahead log record ", expected, " at byte ", consumed,
           " is damaged, but record ", seq, " after it says it was synced"));
