@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 // Key hashes are XXH3 compiled inline: for short keys the call into the
 // shared library costs as much as the hash.
@@ -854,13 +855,9 @@ class Table::Impl {
 
   // Writes the initial state of a new table: s0 empty blocks, an empty stash
   // copy, the first superblock, an empty log.
+  // (The empty blocks are in the file already: FormatBuckets.)
   absl::Status Format() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     RT_RETURN_IF_ERROR(StartLog(log_, /*left_uncovered=*/false));
-    RT_RETURN_IF_ERROR(blocks_->Resize(kHeaderBlocks + sb_.num_buckets));
-    for (uint64_t b = 0; b < sb_.num_buckets; ++b) {
-      internal::EncodedBlock(work_.span()).Init(b);
-      RT_RETURN_IF_ERROR(StoreBlock(b, work_.span()));
-    }
     return CheckpointLocked(/*complete=*/true);
   }
 
@@ -2023,6 +2020,40 @@ absl::Status ApplyJournal(const internal::Journal& journal, Files& files) {
   return absl::OkStatus();
 }
 
+// A new table's s0 empty bucket blocks, sealed, written straight to its
+// block file (not yet published, so nothing needs the journal) a run at a
+// time: creating a table takes memory for one run whatever s0 and the
+// block size. ResourceExhausted, before anything is written, when the file
+// system has no room for them.
+absl::Status FormatBuckets(const std::string& path, io::BlockDevice& file,
+                           uint64_t buckets, bool on_disk) {
+  const uint32_t bs = file.block_size();
+  const uint64_t blocks = kHeaderBlocks + buckets;
+  struct statvfs fs;
+  if (on_disk && statvfs(path.c_str(), &fs) == 0 &&
+      static_cast<unsigned __int128>(fs.f_bavail) * fs.f_frsize <
+          static_cast<unsigned __int128>(blocks) * bs) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "creating ", path, " takes ", blocks * bs, " bytes of blocks (s0 = ",
+        buckets, " of ", bs, " bytes); its file system has ",
+        static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize, " free"));
+  }
+  RT_RETURN_IF_ERROR(file.Resize(blocks));
+  constexpr uint64_t kRun = 256;
+  io::AlignedBuffer run(kRun * bs);
+  for (uint64_t b = 0; b < buckets; b += kRun) {
+    const uint64_t n = std::min(kRun, buckets - b);
+    for (uint64_t i = 0; i < n; ++i) {
+      internal::EncodedBlock block(run.span().subspan(i * bs, bs));
+      block.Init(b + i);
+      block.Seal();
+    }
+    RT_RETURN_IF_ERROR(
+        file.Write(kHeaderBlocks + b, run.span().subspan(0, n * bs)));
+  }
+  return absl::OkStatus();
+}
+
 // This build reads exactly one format version.
 absl::Status CheckFormatVersion(const std::string& path, const Superblock& sb) {
   if (sb.format_version == internal::kFormatVersion) return absl::OkStatus();
@@ -2208,6 +2239,10 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
     return absl::DataLossError(absl::StrCat(
         path, ": block file holds ", stored, " blocks, ",
         kHeaderBlocks + sb.num_buckets, " expected"));
+  }
+  if (!exists) {
+    RT_RETURN_IF_ERROR(
+        FormatBuckets(path, *files.blocks, sb.num_buckets, !in_memory));
   }
   RT_ASSIGN_OR_RETURN(auto mapping,
                       mapping::RoundMapping::Create(sb.s0, sb.num_buckets));

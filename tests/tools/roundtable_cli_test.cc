@@ -263,6 +263,19 @@ TEST(RoundtableCliTest, StoreCommandsRoundTrip) {
     EXPECT_NE(o.out.find(line), std::string::npos) << line << " in " << o.out;
   }
   EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 4);
+  // Values and keys that start with a dash: "-1" is no flag, and after
+  // "--" anything is taken literally.
+  o = RunTool("put " + dir + " counter -1");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  o = RunTool("get " + dir + " counter");
+  EXPECT_EQ(o.out, "-1\n") << o.err;
+  o = RunTool("put " + dir + " --block_size 1024 -- --x -y");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  o = RunTool("get " + dir + " -- --x");
+  EXPECT_EQ(o.out, "-y\n") << o.err;
+  for (const char* key : {"counter", "--x"}) {
+    ASSERT_EQ(RunTool("del " + dir + " -- " + key).exit_code, 0);
+  }
   o = RunTool("del " + dir + " k1");
   ASSERT_EQ(o.exit_code, 0) << o.err;
   o = RunTool("get " + dir + " k1");
@@ -306,6 +319,15 @@ TEST(RoundtableCliTest, StoreCommandsRefuseBadInput) {
            {"put " + dir + " 'bad\\q' v", "", "unknown escape"},
            {"load " + dir, "k1 without a tab\n", "line 1"},
            {"put " + dir + " k " + std::string(2000, 'x'), "", "inline limit"},
+           // A read error of the input, not an empty load.
+           {"load " + dir + " /etc", "", "Is a directory"},
+           {"load " + dir + " /nonexistent/file", "", "No such file"},
+           // An oversize record at its own line, not its batch's last.
+           {"load " + dir + " --batch=10",
+            "a\tb\n" + std::string(2000, 'k') + "\tv\nc\td\n", "line 2:"},
+           // A line past the largest record, refused where it passes it.
+           {"load " + dir, std::string(1 << 20, 'x'), "longer than the largest"},
+           {"put " + dir + " -k v", "", "Unknown command line flag 'k'"},
        }) {
     const Outcome o = RunTool(bad.args, bad.input);
     EXPECT_EQ(o.exit_code, 1) << bad.args;

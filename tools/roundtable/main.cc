@@ -19,10 +19,15 @@
 //   [--json] | check DIR roundtable demo [DIR] [--records=1000000]
 //
 // docs/cli.md describes every flag.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cctype>
 #include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <streambuf>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -31,6 +36,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
@@ -126,7 +132,8 @@ constexpr char kUsage[] =
     "commands:\n"
     "  create DIR          a new table (--block_size --s0 --epsilon)\n"
     "  put DIR KEY VALUE   store a record (keys and values escaped: \\t \\n "
-    "\\\\ \\xHH)\n"
+    "\\\\ \\xHH;\n"
+    "                      one that starts with - and a letter goes after --)\n"
     "  get DIR KEY         print the value; exit 1 when absent\n"
     "  del DIR KEY         remove a record\n"
     "  load DIR [FILE]     store tab-separated records (stdin without FILE;\n"
@@ -148,6 +155,39 @@ constexpr char kUsage[] =
     "                      schemes (--algorithms --nodes --keys ...)\n"
     "\n"
     "Run 'roundtable --help' for every flag; docs/cli.md has examples.";
+
+// An input stream's buffer over a file descriptor that reports a read
+// error (EISDIR for a directory, EIO) as one: the stream's badbit, with
+// the error kept for the message, where a file stream would take it for
+// the end of its input.
+class InputBuffer final : public std::streambuf {
+ public:
+  InputBuffer(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
+  const std::string& error() const { return error_; }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    ssize_t n;
+    do {
+      n = read(fd_, data_, sizeof(data_));
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      error_ = absl::StrCat("read ", name_, ": ", std::strerror(errno));
+      // The stream catches it and sets its badbit.
+      throw std::runtime_error(error_);
+    }
+    if (n == 0) return traits_type::eof();
+    setg(data_, data_, data_ + n);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  const int fd_;
+  const std::string name_;
+  std::string error_;
+  char data_[1 << 16];
+};
 
 int Fail(std::string_view command, std::string_view message) {
   std::cerr << "roundtable " << command << ": " << message << "\n";
@@ -401,13 +441,22 @@ int TableCommand(const std::vector<std::string>& words) {
     load.sync = absl::GetFlag(FLAGS_sync);
     load.batch = absl::GetFlag(FLAGS_batch);
     load.progress = isatty(STDERR_FILENO);
+    int fd = STDIN_FILENO;
     if (args == 2) {
-      std::ifstream in(words[2]);
-      if (!in) return Fail(command, absl::StrCat("cannot read ", words[2]));
-      status = RunLoad(words[1], in, load);
-    } else {
-      status = RunLoad(words[1], std::cin, load);
+      fd = open(words[2].c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) {
+        return Fail(command, absl::StrCat("cannot read ", words[2], ": ",
+                                          std::strerror(errno)));
+      }
     }
+    InputBuffer buffer(fd, args == 2 ? words[2] : "standard input");
+    std::istream in(&buffer);
+    status = RunLoad(words[1], in, load);
+    if (!status.ok() && in.bad() && !buffer.error().empty()) {
+      status = absl::Status(status.code(), absl::StrCat(status.message(), ": ",
+                                                        buffer.error()));
+    }
+    if (args == 2) close(fd);
   } else if (command == "scan") {
     if (args != 1) return usage("DIR");
     std::ios::sync_with_stdio(false);
@@ -442,9 +491,36 @@ int TableCommand(const std::vector<std::string>& words) {
 
 int Main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  // args[0] is the program; the rest are the command words.
-  std::vector<std::string> words(args.begin() + 1, args.end());
+  // The command words are every argument that is not a flag: a flag is
+  // "-" or "--" and a letter (no flag's name starts otherwise), so "-1" or
+  // "-" is a word, and everything after "--" is one, whatever it looks
+  // like (a key such as "--x").
+  std::vector<char*> flags = {argv[0]};
+  std::vector<std::string> words;
+  bool literal = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    const size_t dashes = arg.substr(0, 2) == "--" ? 2 : arg.substr(0, 1) == "-";
+    if (!literal && arg == "--") {
+      literal = true;
+    } else if (!literal && dashes > 0 && arg.size() > dashes &&
+               std::isalpha(static_cast<unsigned char>(arg[dashes]))) {
+      flags.push_back(argv[i]);
+      // "--flag value" for a flag that is not a bool: the value is its.
+      const std::string_view name = arg.substr(dashes);
+      const absl::CommandLineFlag* flag =
+          name.find('=') == std::string_view::npos
+              ? absl::FindCommandLineFlag(absl::string_view(name.data(),
+                                                            name.size()))
+              : nullptr;
+      if (flag != nullptr && !flag->IsOfType<bool>() && i + 1 < argc) {
+        flags.push_back(argv[++i]);
+      }
+    } else {
+      words.emplace_back(arg);
+    }
+  }
+  absl::ParseCommandLine(static_cast<int>(flags.size()), flags.data());
   if (words.empty()) {
     std::cerr << kUsage << "\n";
     return 2;

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <istream>
 #include <ostream>
@@ -11,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/internal/block_format.h"
 #include "engine/internal/table_files.h"
 #include "io/status_macros.h"
 #include "tools/roundtable/tsv.h"
@@ -116,20 +118,53 @@ absl::Status RunLoad(const std::string& dir, std::istream& in,
     return absl::Status(s.code(),
                         absl::StrCat("line ", number, ": ", s.message()));
   };
-  std::string line;
+  // A line holds at most the largest record, escaped (4 bytes a byte at
+  // most), a tab and a carriage return: a longer one is refused there,
+  // without being read whole.
+  const size_t max_record = table->max_record_bytes();
+  const size_t limit = 4 * max_record + 2;
+  std::string line(limit + 1, '\0');
   uint64_t loaded = 0;
   const auto start = Clock::now();
-  for (uint64_t number = 1; std::getline(in, line); ++number) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    const size_t tab = line.find('\t');
+  for (uint64_t number = 1;; ++number) {
+    in.getline(line.data(), static_cast<std::streamsize>(line.size()));
+    const size_t got = static_cast<size_t>(in.gcount());
+    if (in.bad()) {
+      return fail(number, absl::DataLossError(
+                              "reading the input failed (an I/O error)"));
+    }
+    if (in.fail() && !in.eof()) {
+      if (got == 0) break;  // nothing left
+      return fail(number, absl::InvalidArgumentError(absl::StrCat(
+                              "longer than the largest record takes (",
+                              limit, " bytes escaped)")));
+    }
+    if (in.fail() && got == 0) break;  // the end
+    // getline counts the newline it took but does not store it.
+    std::string_view text(line.data(), std::strlen(line.data()));
+    if (text.size() < got - (in.eof() ? 0 : 1)) {
+      return fail(number, absl::InvalidArgumentError(
+                              "holds a NUL byte (escape it as \\x00)"));
+    }
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    if (text.empty()) {
+      if (in.eof()) break;
+      continue;
+    }
+    const size_t tab = text.find('\t');
     if (tab == std::string::npos) {
       return fail(number, absl::InvalidArgumentError(
                               "expected an escaped key, a tab and a value"));
     }
-    auto key = Unescape(std::string_view(line).substr(0, tab));
-    auto value = Unescape(std::string_view(line).substr(tab + 1));
+    auto key = Unescape(text.substr(0, tab));
+    auto value = Unescape(text.substr(tab + 1));
     absl::Status s = key.ok() ? value.status() : key.status();
+    if (s.ok() && internal::EncodedSize(*key, *value) > max_record) {
+      // Refused at its own line, not at the end of its batch.
+      s = absl::InvalidArgumentError(absl::StrCat(
+          "a record of ", internal::EncodedSize(*key, *value),
+          " bytes exceeds the inline limit of ", max_record, " bytes"));
+    }
     if (s.ok()) {
       batch.Put(*key, *value);
       if (batch.Count() == options.batch) s = flush();
@@ -140,6 +175,7 @@ absl::Status RunLoad(const std::string& dir, std::istream& in,
                    static_cast<unsigned long long>(loaded),
                    loaded / Seconds(start));
     }
+    if (in.eof()) break;
   }
   if (absl::Status s = flush(); !s.ok()) {
     table->Close().IgnoreError();
