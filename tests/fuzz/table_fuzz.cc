@@ -5,12 +5,16 @@
 // blocks). Each input is a script of edits to copies of its five files, 8
 // bytes an edit:
 //
-//   byte 0     bits 0-2: the file, modulo 5 (blocks, stash, wal, journal,
-//              buffer);
+//   byte 0     bits 0-2: the file, modulo 6 (blocks, stash, wal, wal.1,
+//              journal, buffer);
 //              bits 3-4: the edit (0: xor a byte, 1: set a byte, 2: zero
 //              the 512-byte sector, 3: cut the file there);
 //              bit 5 of the first edit: open writable (recovery then
-//              checkpoints) rather than read-only
+//              checkpoints) rather than read-only;
+//              bit 6 of the first edit: seal the edited files, every
+//              checksum made valid again (superblocks, bucket and copy
+//              blocks, log records, the journal), so that the fields
+//              themselves are what the table must refuse
 //   bytes 1-4  offset (little-endian, modulo the file's size)
 //   byte 5     the byte for xor and set
 //
@@ -31,7 +35,12 @@
 #include <iterator>
 #include <string>
 
+#include <xxhash.h>
+
 #include "absl/strings/str_cat.h"
+#include "engine/internal/block_format.h"
+#include "engine/internal/coding.h"
+#include "engine/internal/wal.h"
 #include "engine/table.h"
 
 namespace roundtable {
@@ -126,6 +135,61 @@ void CheckValue(std::string_view key, std::string_view value) {
   }
 }
 
+constexpr size_t kBlock = 512;
+
+// XXH3-64 of [0, n) stored at n (a superblock, a journal's descriptor).
+void SealAt(char* p, size_t n) {
+  internal::PutFixed64(p + n, XXH3_64bits(p, n));
+}
+
+// Every checksum of the edited files made valid again: what a crafted file
+// from elsewhere looks like.
+void Seal(std::array<std::string, kFiles.size()>& files) {
+  // blocks: two superblocks, then bucket blocks; stash and buffer: copy
+  // blocks. All in 512-byte blocks.
+  for (const size_t f : {0, 1, 5}) {
+    std::string& file = files[f];
+    for (size_t at = 0; at + kBlock <= file.size(); at += kBlock) {
+      char* p = file.data() + at;
+      if (f == 0 && at < 2 * kBlock) {
+        SealAt(p, 112);
+      } else {
+        internal::PutFixed64(p + 24, internal::BlockChecksum(p, kBlock));
+      }
+    }
+  }
+  // The log: each record whose length stays within the file.
+  for (const size_t f : {2, 3}) {
+    std::string& file = files[f];
+    size_t at = 0;
+    while (at + internal::kWalHeaderBytes <= file.size()) {
+      char* h = file.data() + at;
+      const uint64_t length = internal::GetFixed32(h);
+      if (length > file.size() - at - internal::kWalHeaderBytes) break;
+      internal::PutFixed64(
+          h + 20, XXH3_64bits_withSeed(h + internal::kWalHeaderBytes, length,
+                                       XXH3_64bits(h, 20)));
+      at += internal::kWalHeaderBytes + length;
+    }
+  }
+  // The journal: each image's checksum, then the descriptor's.
+  std::string& journal = files[4];
+  if (journal.size() >= 16) {
+    const uint64_t n = internal::GetFixed32(journal.data() + 4);
+    const uint64_t size = 16 + 20 * n + 8;
+    const uint64_t first = (size + kBlock - 1) / kBlock * kBlock;
+    if (size <= journal.size()) {
+      for (uint64_t i = 0; i < n; ++i) {
+        char* e = journal.data() + 16 + 20 * i;
+        if (first + (i + 1) * kBlock > journal.size()) break;
+        internal::PutFixed64(
+            e + 12, XXH3_64bits(journal.data() + first + i * kBlock, kBlock));
+      }
+      SealAt(journal.data(), size - 8);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace roundtable
 
@@ -139,10 +203,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Seed& seed = TheSeed();
   std::array<std::string, kFiles.size()> files = seed.files;
   bool writable = false;
+  bool seal = false;
   for (size_t at = 0; at + 8 <= size; at += 8) {
     const uint8_t* edit = data + at;
     std::string& file = files[(edit[0] & 7) % kFiles.size()];
-    if (at == 0) writable = edit[0] & 32;
+    if (at == 0) {
+      writable = edit[0] & 32;
+      seal = edit[0] & 64;
+    }
     if (file.empty()) continue;
     uint32_t offset;
     std::memcpy(&offset, edit + 1, 4);
@@ -159,6 +227,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 3: file.resize(offset); break;
     }
   }
+  if (seal) Seal(files);
   std::filesystem::create_directories(seed.dir);
   for (size_t f = 0; f < kFiles.size(); ++f) {
     WriteFile(absl::StrCat(seed.dir, "/", kFiles[f]), files[f]);

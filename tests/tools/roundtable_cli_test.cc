@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -347,6 +348,123 @@ TEST(RoundtableCliTest, StoreCommandsRefuseBadInput) {
   EXPECT_EQ(o.exit_code, 1);
   EXPECT_NE(o.err.find("bucket 1"), std::string::npos) << o.err;
   std::system(("rm -rf " + dir + " " + dir + "_x " + dir + "_y").c_str());
+}
+
+// Processes of the CLI on one table at once, each in a loop bounded in
+// count and time: writers put keys of their own, readers get preloaded
+// keys, scan and stat. Every command either does its work or is refused
+// at once by the table's lock (exit status 1, "locked" or "read-only" in
+// its message): no signal, no hang, no other error, no wrong value, no
+// scan with a key twice or a preloaded key missing; afterwards every put
+// that exited 0 is there.
+TEST(RoundtableCliTest, ProcessesOnOneTableAreLockedOutNeverBroken) {
+  const std::string dir = TableDir();
+  ASSERT_EQ(RunTool("create " + dir + " --block_size=512 --s0=4").exit_code,
+            0);
+  constexpr int kPreloaded = 400;
+  std::string preload;
+  for (int i = 0; i < kPreloaded; ++i) {
+    preload += "p" + std::to_string(i) + "\tvalue" + std::to_string(i) + "\n";
+  }
+  ASSERT_EQ(RunTool("load " + dir + " --batch=50", preload).exit_code, 0);
+  // Writers 0 and 1, readers 2 and 3: each a child process running the
+  // CLI up to kRounds times or for kSeconds.
+  constexpr int kRounds = 60;
+  constexpr auto kSeconds = std::chrono::seconds(20);
+  auto refused = [](const Outcome& o) {
+    return o.exit_code == 1 &&
+           (o.err.find("locked by a writer") != std::string::npos ||
+            o.err.find("open read-only by another") != std::string::npos);
+  };
+  auto acked_file = [&](int id) {
+    return dir + "_acked_" + std::to_string(id);
+  };
+  std::vector<pid_t> children;
+  for (int id = 0; id < 4; ++id) {
+    std::fflush(nullptr);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const auto deadline = std::chrono::steady_clock::now() + kSeconds;
+      std::ofstream acked(acked_file(id));
+      std::mt19937 rng(id);
+      int done = 0, locked_out = 0;
+      for (int r = 0; r < kRounds && std::chrono::steady_clock::now() < deadline;
+           ++r) {
+        Outcome o;
+        std::string what;
+        if (id < 2) {
+          const std::string key = "w" + std::to_string(id) + "_" + std::to_string(r);
+          what = "put " + key;
+          o = RunTool("put " + dir + " " + key + " v" + key);
+          if (o.exit_code == 0) acked << key << "\n" << std::flush;
+        } else if (r % 3 == 0) {
+          what = "scan";
+          o = RunTool("scan " + dir);
+          if (o.exit_code == 0) {
+            std::istringstream lines(o.out);
+            std::string line;
+            std::set<std::string> keys;
+            int preloaded = 0;
+            while (std::getline(lines, line)) {
+              const std::string key = line.substr(0, line.find('\t'));
+              if (!keys.insert(key).second) {
+                std::fprintf(stderr, "scan: %s twice\n", key.c_str());
+                _exit(1);
+              }
+              if (key[0] == 'p') ++preloaded;
+            }
+            if (preloaded != kPreloaded) {
+              std::fprintf(stderr, "scan: %d preloaded keys\n", preloaded);
+              _exit(1);
+            }
+          }
+        } else {
+          const int i = static_cast<int>(rng() % kPreloaded);
+          what = "get p" + std::to_string(i);
+          o = RunTool("get " + dir + " p" + std::to_string(i));
+          if (o.exit_code == 0 && o.out != "value" + std::to_string(i) + "\n") {
+            std::fprintf(stderr, "get p%d: %s\n", i, o.out.c_str());
+            _exit(1);
+          }
+        }
+        if (o.exit_code == 0) {
+          ++done;
+        } else if (refused(o)) {
+          ++locked_out;
+        } else {
+          std::fprintf(stderr, "%s: exit %d: %s\n", what.c_str(), o.exit_code,
+                       o.err.c_str());
+          _exit(1);
+        }
+      }
+      std::printf("process %d: %d done, %d locked out\n", id, done, locked_out);
+      std::fflush(nullptr);
+      _exit(done > 0 ? 0 : 2);
+    }
+    children.push_back(pid);
+  }
+  for (const pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "a child failed: status " << status;
+  }
+  // Every acknowledged put is there, and the table checks.
+  ASSERT_EQ(RunTool("check " + dir).exit_code, 0);
+  const Outcome scan = RunTool("scan " + dir);
+  ASSERT_EQ(scan.exit_code, 0);
+  int acknowledged = 0;
+  for (int id = 0; id < 2; ++id) {
+    std::ifstream in(acked_file(id));
+    std::string key;
+    while (std::getline(in, key)) {
+      ++acknowledged;
+      EXPECT_NE(scan.out.find(key + "\tv" + key + "\n"), std::string::npos)
+          << key << " was acknowledged and is gone";
+    }
+  }
+  EXPECT_GT(acknowledged, 0);
+  std::system(("rm -rf " + dir + " " + dir + "_acked_*").c_str());
 }
 
 TEST(RoundtableCliTest, DemoRunsAndSummarises) {
