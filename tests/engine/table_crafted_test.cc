@@ -143,6 +143,29 @@ bool Exercise(const std::string& dir) {
   return opened;
 }
 
+// Opening the table at `dir`, read-only and writable, is DataLoss.
+void ExpectDataLoss(const std::string& dir) {
+  for (const bool read_only : {true, false}) {
+    Options o = Layout();
+    o.create_if_missing = false;
+    o.read_only = read_only;
+    auto t = Table::Open(o, dir);
+    ASSERT_FALSE(t.ok()) << (read_only ? "read-only" : "writable");
+    EXPECT_TRUE(absl::IsDataLoss(t.status())) << t.status();
+  }
+}
+
+// The bytes of the table's data files but the journal.
+std::vector<std::string> FilesButTheJournal(const std::string& dir) {
+  std::vector<std::string> bytes;
+  for (const char* f : internal::kDataFiles) {
+    if (std::string(f) != internal::kJournalFile) {
+      bytes.push_back(FileBytes(dir + "/" + f));
+    }
+  }
+  return bytes;
+}
+
 constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
 
 TEST(TableCraftedTest, EverySuperblockFieldAtItsExtremes) {
@@ -237,14 +260,7 @@ TEST(TableCraftedTest, LogRecordsTheTableWouldRefuseAreDataLoss) {
                               "-byte value"));
     const std::string dir = MakeTable("log");
     WriteLog(dir, {PutPayload("fine", "value"), PutPayload(key, value)});
-    for (const bool read_only : {true, false}) {
-      Options o = Layout();
-      o.create_if_missing = false;
-      o.read_only = read_only;
-      auto t = Table::Open(o, dir);
-      ASSERT_FALSE(t.ok());
-      EXPECT_TRUE(absl::IsDataLoss(t.status())) << t.status();
-    }
+    ExpectDataLoss(dir);
     fs::remove_all(dir);
   }
   // Framing at its extremes: op counts, lengths and kinds.
@@ -281,27 +297,10 @@ TEST(TableCraftedTest, JournalImagesPastTheirFilesAreDataLossAndChangeNothing) {
         ASSERT_TRUE(
             internal::WriteJournal(*journal, next.sequence, entries).ok());
       }
-      std::vector<std::string> before;
-      for (const char* f : internal::kDataFiles) {
-        if (std::string(f) != "journal") {
-          before.push_back(FileBytes(dir + "/" + f));
-        }
-      }
-      for (const bool read_only : {true, false}) {
-        Options o = Layout();
-        o.create_if_missing = false;
-        o.read_only = read_only;
-        auto t = Table::Open(o, dir);
-        ASSERT_FALSE(t.ok());
-        EXPECT_TRUE(absl::IsDataLoss(t.status())) << t.status();
-      }
-      std::vector<std::string> after;
-      for (const char* f : internal::kDataFiles) {
-        if (std::string(f) != "journal") {
-          after.push_back(FileBytes(dir + "/" + f));
-        }
-      }
-      EXPECT_TRUE(before == after) << "a refused journal changed the files";
+      const std::vector<std::string> before = FilesButTheJournal(dir);
+      ExpectDataLoss(dir);
+      EXPECT_TRUE(before == FilesButTheJournal(dir))
+          << "a refused journal changed the files";
       // With the journal gone the table is whole again.
       fs::remove(dir + "/journal");
       Options o = Layout();
@@ -334,14 +333,7 @@ TEST(TableCraftedTest, StashCopyRecordsPastTheLimitAreDataLoss) {
   sb.data_bytes += 310;
   sb.record_count += 1;
   WriteSuperblock(dir, sb);
-  for (const bool read_only : {true, false}) {
-    Options o = Layout();
-    o.create_if_missing = false;
-    o.read_only = read_only;
-    auto t = Table::Open(o, dir);
-    ASSERT_FALSE(t.ok());
-    EXPECT_TRUE(absl::IsDataLoss(t.status())) << t.status();
-  }
+  ExpectDataLoss(dir);
   fs::remove_all(dir);
 }
 
