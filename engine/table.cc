@@ -2020,17 +2020,13 @@ absl::Status ApplyJournal(const internal::Journal& journal, Files& files) {
   return absl::OkStatus();
 }
 
-// A new table's s0 empty bucket blocks, sealed, written straight to its
-// block file (not yet published, so nothing needs the journal) a run at a
-// time: creating a table takes memory for one run whatever s0 and the
-// block size. ResourceExhausted, before anything is written, when the file
-// system has no room for them.
-absl::Status FormatBuckets(const std::string& path, io::BlockDevice& file,
-                           uint64_t buckets, bool on_disk) {
-  const uint32_t bs = file.block_size();
+// ResourceExhausted when the file system of `path` has no room for a new
+// table's s0 empty blocks of `bs` bytes (checked before any file is made).
+absl::Status CheckRoomForNewTable(const std::string& path, uint64_t buckets,
+                                  uint32_t bs) {
   const uint64_t blocks = kHeaderBlocks + buckets;
   struct statvfs fs;
-  if (on_disk && statvfs(path.c_str(), &fs) == 0 &&
+  if (statvfs(path.c_str(), &fs) == 0 &&
       static_cast<unsigned __int128>(fs.f_bavail) * fs.f_frsize <
           static_cast<unsigned __int128>(blocks) * bs) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -2038,7 +2034,16 @@ absl::Status FormatBuckets(const std::string& path, io::BlockDevice& file,
         buckets, " of ", bs, " bytes); its file system has ",
         static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize, " free"));
   }
-  RT_RETURN_IF_ERROR(file.Resize(blocks));
+  return absl::OkStatus();
+}
+
+// A new table's s0 empty bucket blocks, sealed, written straight to its
+// block file (not yet published, so nothing needs the journal) a run at a
+// time: creating a table takes memory for one run whatever s0 and the
+// block size.
+absl::Status FormatBuckets(io::BlockDevice& file, uint64_t buckets) {
+  const uint32_t bs = file.block_size();
+  RT_RETURN_IF_ERROR(file.Resize(kHeaderBlocks + buckets));
   constexpr uint64_t kRun = 256;
   io::AlignedBuffer run(kRun * bs);
   for (uint64_t b = 0; b < buckets; b += kRun) {
@@ -2112,7 +2117,11 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
   if (!exists && (!options.create_if_missing || options.read_only)) {
     return absl::NotFoundError(absl::StrCat("no table at ", path));
   }
-  if (!in_memory && !exists) RT_RETURN_IF_ERROR(internal::PrepareNewTable(path));
+  if (!in_memory && !exists) {
+    RT_RETURN_IF_ERROR(internal::PrepareNewTable(path));
+    RT_RETURN_IF_ERROR(
+        CheckRoomForNewTable(path, options.s0, options.block_size));
+  }
 
   io::DeviceOptions dev;
   dev.backend = options.backend;
@@ -2241,8 +2250,7 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
         kHeaderBlocks + sb.num_buckets, " expected"));
   }
   if (!exists) {
-    RT_RETURN_IF_ERROR(
-        FormatBuckets(path, *files.blocks, sb.num_buckets, !in_memory));
+    RT_RETURN_IF_ERROR(FormatBuckets(*files.blocks, sb.num_buckets));
   }
   RT_ASSIGN_OR_RETURN(auto mapping,
                       mapping::RoundMapping::Create(sb.s0, sb.num_buckets));

@@ -469,5 +469,27 @@ TEST(TableFullDiskTest, AFullDiskFailsTheWriteThatMeetsItAndEveryReadWorks) {
   fs::remove_all(mnt);
 }
 
+TEST(TableFullDiskTest, ATableTheDiskHasNoRoomForIsRefusedBeforeItIsMade) {
+  const std::string mnt = TempDir("room");
+  const int rc = OnSmallFileSystem(mnt, 4, [&]() -> int {
+    Options o;
+    o.block_size = 65536;
+    o.s0 = 1 << 10;  // 64 MiB of empty blocks
+    auto t = Table::Open(o, mnt + "/t");
+    if (t.ok() || !absl::IsResourceExhausted(t.status())) {
+      return Failed("a table larger than the disk: " + t.status().ToString());
+    }
+    if (fs::exists(mnt + "/t/blocks.new")) return Failed("blocks.new made");
+    // The same directory takes a table that fits.
+    o.block_size = 512;
+    o.s0 = 4;
+    t = Table::Open(o, mnt + "/t");
+    return t.ok() ? 0 : Failed(t.status().ToString());
+  });
+  if (rc == kCannot) GTEST_SKIP() << "cannot mount a tmpfs here";
+  EXPECT_EQ(rc, 0);
+  fs::remove_all(mnt);
+}
+
 }  // namespace
 }  // namespace roundtable
