@@ -853,9 +853,9 @@ class Table::Impl {
     return absl::OkStatus();
   }
 
-  // Writes the initial state of a new table: s0 empty blocks, an empty stash
-  // copy, the first superblock, an empty log.
-  // (The empty blocks are in the file already: FormatBuckets.)
+  // Writes the rest of a new table's initial state, its s0 empty blocks
+  // being in the file already (FormatBuckets): an empty stash copy, the
+  // first superblock, an empty log.
   absl::Status Format() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     RT_RETURN_IF_ERROR(StartLog(log_, /*left_uncovered=*/false));
     return CheckpointLocked(/*complete=*/true);
