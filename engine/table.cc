@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 // Key hashes are XXH3 compiled inline: for short keys the call into the
 // shared library costs as much as the hash.
@@ -2020,23 +2019,6 @@ absl::Status ApplyJournal(const internal::Journal& journal, Files& files) {
   return absl::OkStatus();
 }
 
-// ResourceExhausted when the file system of `path` has no room for a new
-// table's s0 empty blocks of `bs` bytes (checked before any file is made).
-absl::Status CheckRoomForNewTable(const std::string& path, uint64_t buckets,
-                                  uint32_t bs) {
-  const uint64_t blocks = kHeaderBlocks + buckets;
-  struct statvfs fs;
-  if (statvfs(path.c_str(), &fs) == 0 &&
-      static_cast<unsigned __int128>(fs.f_bavail) * fs.f_frsize <
-          static_cast<unsigned __int128>(blocks) * bs) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "creating ", path, " takes ", blocks * bs, " bytes of blocks (s0 = ",
-        buckets, " of ", bs, " bytes); its file system has ",
-        static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize, " free"));
-  }
-  return absl::OkStatus();
-}
-
 // A new table's s0 empty bucket blocks, sealed, written straight to its
 // block file (not yet published, so nothing needs the journal) a run at a
 // time: creating a table takes memory for one run whatever s0 and the
@@ -2118,9 +2100,8 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
     return absl::NotFoundError(absl::StrCat("no table at ", path));
   }
   if (!in_memory && !exists) {
-    RT_RETURN_IF_ERROR(internal::PrepareNewTable(path));
-    RT_RETURN_IF_ERROR(
-        CheckRoomForNewTable(path, options.s0, options.block_size));
+    RT_RETURN_IF_ERROR(internal::PrepareNewTable(
+        path, kHeaderBlocks + options.s0, options.block_size));
   }
 
   io::DeviceOptions dev;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "io/io_error.h"
+#include "io/status_macros.h"
 
 namespace roundtable::internal {
 namespace {
@@ -150,8 +152,25 @@ bool FileExists(const std::string& dir, const char* file) {
   return lstat(TablePath(dir, file).c_str(), &st) == 0;
 }
 
-absl::Status PrepareNewTable(const std::string& dir) {
-  if (!FileExists(dir, kNewBlocksFile)) {
+namespace {
+
+// Unlinks dir/file (nothing it points to changes); OK when it is absent.
+absl::Status Unlink(const std::string& dir, const char* file) {
+  const std::string path = TablePath(dir, file);
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return io::FileError(errno, "unlink", path);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status PrepareNewTable(const std::string& dir, uint64_t blocks,
+                             uint32_t block_size) {
+  if (FileExists(dir, kNewBlocksFile)) {
+    RT_RETURN_IF_ERROR(Unlink(dir, kNewBlocksFile));
+    for (const char* file : kDataFiles) RT_RETURN_IF_ERROR(Unlink(dir, file));
+  } else {
     for (const char* file : kDataFiles) {
       if (FileExists(dir, file)) {
         return absl::FailedPreconditionError(absl::StrCat(
@@ -160,14 +179,17 @@ absl::Status PrepareNewTable(const std::string& dir) {
             "remove it, or choose another directory"));
       }
     }
-    return absl::OkStatus();
   }
-  for (const char* file : {kNewBlocksFile, kStashFile, kBufferFile,
-                           kWalFiles[0], kWalFiles[1], kJournalFile}) {
-    const std::string path = TablePath(dir, file);
-    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-      return io::FileError(errno, "unlink", path);
-    }
+  struct statvfs fs;
+  const unsigned __int128 needed =
+      static_cast<unsigned __int128>(blocks) * block_size;
+  if (statvfs(dir.c_str(), &fs) == 0 &&
+      static_cast<unsigned __int128>(fs.f_bavail) * fs.f_frsize < needed) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "creating ", dir, " takes ", blocks * block_size,
+        " bytes of blocks (", blocks, " of ", block_size,
+        " bytes); its file system has ",
+        static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize, " free"));
   }
   return absl::OkStatus();
 }
@@ -198,14 +220,9 @@ absl::Status DestroyTableFiles(const std::string& dir) {
   }
   absl::StatusOr<TableLock> lock = TableLock::Acquire(dir, /*exclusive=*/true);
   if (!lock.ok()) return lock.status();
-  for (const char* file : {kBlocksFile, kNewBlocksFile, kStashFile, kBufferFile,
-                           kWalFiles[0], kWalFiles[1], kJournalFile,
-                           kLockFile}) {
-    const std::string path = TablePath(dir, file);
-    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-      return io::FileError(errno, "unlink", path);
-    }
-  }
+  for (const char* file : kDataFiles) RT_RETURN_IF_ERROR(Unlink(dir, file));
+  RT_RETURN_IF_ERROR(Unlink(dir, kNewBlocksFile));
+  RT_RETURN_IF_ERROR(Unlink(dir, kLockFile));
   lock->Release();
   if (rmdir(dir.c_str()) != 0 && errno != ENOENT && errno != ENOTEMPTY) {
     return io::FileError(errno, "rmdir", dir);

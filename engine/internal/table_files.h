@@ -9,6 +9,7 @@
 #define ROUNDTABLE_ENGINE_INTERNAL_TABLE_FILES_H_
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -69,12 +70,15 @@ class TableLock {
   int fd_ = -1;
 };
 
-// How a directory with no `blocks` file may become a new table: OK when
-// it holds none of the table's files, or the leftovers of a creation cut
+// Whether a directory with no `blocks` file may become a new table whose
+// block file starts with `blocks` blocks of `block_size` bytes: OK when it
+// holds none of the table's files, or the leftovers of a creation cut
 // short (a `blocks.new`), which it then removes (unlinks: nothing they
 // point to is changed). FailedPrecondition when it holds table files but
-// neither: they are not this creation's, and creating would lose them.
-absl::Status PrepareNewTable(const std::string& dir);
+// neither (they are not this creation's, and creating would lose them);
+// ResourceExhausted when its file system has no room for the blocks.
+absl::Status PrepareNewTable(const std::string& dir, uint64_t blocks,
+                             uint32_t block_size);
 
 // Renames a new table's block file, formatted and synced, to its name, and
 // syncs the directory: from then on the table exists.
