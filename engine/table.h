@@ -191,23 +191,18 @@ struct TableStats {
 // whole batch with nothing written.
 class WriteBatch {
  public:
-  void Put(std::string_view key, std::string_view value) {
-    ops_.push_back({true, std::string(key), std::string(value)});
-  }
-  void Delete(std::string_view key) {
-    ops_.push_back({false, std::string(key), {}});
-  }
-  void Clear() { ops_.clear(); }
-  size_t Count() const { return ops_.size(); }
+  WriteBatch();
+  void Put(std::string_view key, std::string_view value);
+  void Delete(std::string_view key);
+  void Clear();
+  size_t Count() const { return count_; }
 
  private:
   friend class Table;
-  struct Op {
-    bool put;
-    std::string key;
-    std::string value;
-  };
-  std::vector<Op> ops_;
+  // The batch as its write-ahead log record (docs/format.md): a count, then
+  // each operation's kind, key and value. Table::Write logs it as it is.
+  std::string rep_;
+  size_t count_ = 0;
 };
 
 // An unordered, forward-only walk over the table's records: bucket by

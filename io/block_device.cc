@@ -12,7 +12,7 @@
 #include "io/memory_device.h"
 #include "io/mmap_device.h"
 #include "io/posix_device.h"
-#include "io/status_macros.h"
+#include "io/base/status_macros.h"
 #include "io/uring_device.h"
 
 namespace roundtable::io {
@@ -227,7 +227,7 @@ bool UringAvailable(std::string* why) {
 absl::StatusOr<std::unique_ptr<BlockDevice>> OpenBlockDevice(
     const std::string& path, const DeviceOptions& options) {
   const uint32_t bs = options.block_size;
-  if (bs < 512 || bs > 65536 || (bs & (bs - 1)) != 0) {
+  if (!IsValidBlockSize(bs)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "block size ", bs, " is not a power of two from 512 to 65536"));
   }

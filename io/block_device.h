@@ -23,6 +23,14 @@
 
 namespace roundtable::io {
 
+// The block sizes every device and the table take: powers of two from
+// kMinBlockSize to kMaxBlockSize bytes.
+inline constexpr uint32_t kMinBlockSize = 512;
+inline constexpr uint32_t kMaxBlockSize = 65536;
+inline constexpr bool IsValidBlockSize(uint32_t bs) {
+  return bs >= kMinBlockSize && bs <= kMaxBlockSize && (bs & (bs - 1)) == 0;
+}
+
 // What a device is and can do.
 struct Capabilities {
   std::string backend;  // "uring", "posix", "memory", "mmap", "fault(<inner>)"

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "io/status_macros.h"
+#include "io/base/status_macros.h"
 
 namespace roundtable::io {
 namespace {

@@ -21,7 +21,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "io/block_device.h"
-#include "io/mutex.h"
+#include "io/base/mutex.h"
 
 namespace roundtable::io {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "io/mutex.h"
+#include "io/base/mutex.h"
 
 namespace roundtable::io {
 namespace {

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "io/io_error.h"
 #include "io/posix_device.h"
-#include "io/status_macros.h"
+#include "io/base/status_macros.h"
 
 namespace roundtable::io {
 namespace {

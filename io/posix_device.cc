@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "io/io_error.h"
-#include "io/status_macros.h"
+#include "io/base/status_macros.h"
 
 namespace roundtable::io {
 namespace {

@@ -11,9 +11,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "io/io_error.h"
-#include "io/mutex.h"
+#include "io/base/mutex.h"
 #include "io/posix_device.h"
-#include "io/status_macros.h"
+#include "io/base/status_macros.h"
 
 namespace roundtable::io {
 namespace {

@@ -31,7 +31,7 @@
 #include "absl/status/status.h"
 #include "engine/internal/tag_filter.h"
 #include "io/block_device.h"
-#include "io/mutex.h"
+#include "io/base/mutex.h"
 
 namespace roundtable::internal {
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "io/status_macros.h"
+#include "io/base/status_macros.h"
 
 namespace roundtable::internal {
 

@@ -23,7 +23,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "io/block_device.h"
-#include "io/mutex.h"
+#include "io/base/mutex.h"
 
 namespace roundtable::internal {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "engine/internal/coding.h"
-#include "io/status_macros.h"
+#include "io/base/status_macros.h"
 
 namespace roundtable::internal {
 namespace {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/internal/block_format.h"
 #include "engine/internal/coding.h"
+#include "io/block_device.h"
 
 namespace roundtable::internal {
 namespace {
@@ -78,7 +79,7 @@ absl::StatusOr<Superblock> DecodeSuperblock(std::span<const std::byte> in) {
         absl::StrCat("superblock: ", what, " out of range"));
   };
   const uint32_t bs = sb.block_size;
-  if (bs < 512 || bs > 65536 || (bs & (bs - 1)) != 0) return bad("block size");
+  if (!io::IsValidBlockSize(bs)) return bad("block size");
   const uint64_t payload = bs - kBlockHeaderBytes;
   if (sb.s0 < 1 || sb.s0 > kMaxS0) return bad("s0");
   if (!(sb.epsilon > 0 && sb.epsilon <= 0.5)) return bad("epsilon");

@@ -5,6 +5,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -13,8 +14,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "engine/internal/block_format.h"
+#include "engine/internal/superblock.h"
 #include "io/io_error.h"
-#include "io/status_macros.h"
+#include "io/memory_device.h"
+#include "io/base/status_macros.h"
 
 namespace roundtable::internal {
 namespace {
@@ -226,6 +230,69 @@ absl::Status DestroyTableFiles(const std::string& dir) {
   lock->Release();
   if (rmdir(dir.c_str()) != 0 && errno != ENOENT && errno != ENOTEMPTY) {
     return io::FileError(errno, "rmdir", dir);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TableFiles> OpenTableFiles(const std::string& dir,
+                                          const Options& options,
+                                          bool exists) {
+  io::DeviceOptions dev;
+  dev.backend = options.backend;
+  dev.block_size = options.block_size;
+  dev.direct_io = options.direct_io;
+  dev.create_if_missing = !exists;
+  dev.read_only = options.read_only;
+  auto open = [&](const char* file, const io::DeviceOptions& o) {
+    return options.open_file ? options.open_file(TablePath(dir, file), o)
+                             : io::OpenBlockDevice(TablePath(dir, file), o);
+  };
+  // The log and the journal may be missing (a table never written since a
+  // clean close may have had them removed): a writer makes them anew, and
+  // to a reader they are empty.
+  auto open_or_empty = [&](const char* file, const io::DeviceOptions& o)
+      -> absl::StatusOr<std::unique_ptr<io::BlockDevice>> {
+    if (o.read_only && !FileExists(dir, file)) {
+      return io::NewMemoryDevice(o.block_size);
+    }
+    io::DeviceOptions created = o;
+    created.create_if_missing = true;
+    return open(file, created);
+  };
+  TableFiles files;
+  RT_ASSIGN_OR_RETURN(files.blocks,
+                      open(exists ? kBlocksFile : kNewBlocksFile, dev));
+  RT_ASSIGN_OR_RETURN(files.stash, open(kStashFile, dev));
+  RT_ASSIGN_OR_RETURN(files.buffer, open(kBufferFile, dev));
+  // The log takes a small append per write: through a mapping, that is a
+  // copy into the page cache rather than a system call, and it survives a
+  // crash of the process all the same. A backend named in the options (or
+  // direct I/O) is used for every file.
+  io::DeviceOptions wal = dev;
+  if (wal.backend == io::Backend::kAuto && !wal.direct_io) {
+    wal.backend = io::Backend::kMmap;
+  }
+  for (int i = 0; i < 2; ++i) {
+    RT_ASSIGN_OR_RETURN(files.wal[i], open_or_empty(kWalFiles[i], wal));
+  }
+  RT_ASSIGN_OR_RETURN(files.journal, open_or_empty(kJournalFile, dev));
+  return files;
+}
+
+absl::Status FormatNewBlocks(io::BlockDevice& file, uint64_t buckets) {
+  const uint32_t bs = file.block_size();
+  RT_RETURN_IF_ERROR(file.Resize(kHeaderBlocks + buckets));
+  constexpr uint64_t kRun = 256;
+  io::AlignedBuffer run(kRun * bs);
+  for (uint64_t b = 0; b < buckets; b += kRun) {
+    const uint64_t n = std::min(kRun, buckets - b);
+    for (uint64_t i = 0; i < n; ++i) {
+      EncodedBlock block(run.span().subspan(i * bs, bs));
+      block.Init(b + i);
+      block.Seal();
+    }
+    RT_RETURN_IF_ERROR(
+        file.Write(kHeaderBlocks + b, run.span().subspan(0, n * bs)));
   }
   return absl::OkStatus();
 }

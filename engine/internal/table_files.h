@@ -1,6 +1,7 @@
 // The files of a table's directory (docs/format.md): their names, the lock
 // that keeps one writer per table, creating a table's directory safely,
-// publishing a new table, and destroying one. The one owner of the names:
+// opening its files, formatting a new table's block file, publishing a new
+// table, and destroying one. The one owner of the names:
 // the CLI and the tests use them from here.
 //
 // Thread-safety: TableLock is a value that one thread owns; the functions
@@ -10,11 +11,14 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "engine/table.h"
+#include "io/block_device.h"
 
 namespace roundtable::internal {
 
@@ -36,8 +40,42 @@ inline constexpr std::array<const char*, 6> kDataFiles = {
     kBlocksFile, kStashFile, kBufferFile, kWalFiles[0], kWalFiles[1],
     kJournalFile};
 
+// The files a checkpoint's journal entry names, by id.
+inline constexpr uint32_t kBlocksFileId = 0;
+inline constexpr uint32_t kStashFileId = 1;
+inline constexpr uint32_t kBufferFileId = 2;
+
 // dir/file.
 std::string TablePath(std::string_view dir, std::string_view file);
+
+// A table's six files, open.
+struct TableFiles {
+  std::unique_ptr<io::BlockDevice> blocks, stash, journal, buffer;
+  std::array<std::unique_ptr<io::BlockDevice>, 2> wal;
+
+  // The file a journal entry names (Open refuses a journal naming another
+  // id).
+  io::BlockDevice& ById(uint32_t id) const {
+    return id == kStashFileId    ? *stash
+           : id == kBufferFileId ? *buffer
+                                 : *blocks;
+  }
+};
+
+// Opens the files of the table at `dir` as `options` say (backend, direct
+// I/O, read-only, Options::open_file); `exists`: the table exists, else its
+// block file is the unpublished kNewBlocksFile and every file is created.
+// The log takes a small append per write, so with the default backend its
+// files are memory-mapped. A missing log or journal file is created anew
+// for a writer and is empty (in memory) for a reader.
+absl::StatusOr<TableFiles> OpenTableFiles(const std::string& dir,
+                                          const Options& options, bool exists);
+
+// Writes a new table's `buckets` empty bucket blocks, sealed, after the
+// header blocks of its block file (not yet published, so nothing needs the
+// journal), a run at a time: creating a table takes memory for one run
+// whatever the bucket count and the block size.
+absl::Status FormatNewBlocks(io::BlockDevice& file, uint64_t buckets);
 
 // The lock on a table's directory: an open file description lock (fcntl
 // F_OFD_SETLK) on its LOCK file, exclusive for a writer and shared for a

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/internal/coding.h"
-#include "io/status_macros.h"
+#include "io/base/status_macros.h"
 
 namespace roundtable::internal {
 namespace {

@@ -180,7 +180,7 @@ TEST(TableCrashTest, EveryKillPointRecovers) {
       {"create: formatted", {1}},
       {"write: logged", hits},
       {"grow: bucket added", hits},
-      {"distribute: block written", hits},
+      {"distribute: block rebuilt", hits},
       {"shrink: blocks rebuilt", {1, 2}},
       {"stash: entry logged", hits},
       {"stash: copy rewritten", {1, 2}},

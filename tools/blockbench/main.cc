@@ -27,7 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "io/block_device.h"
-#include "io/status_macros.h"
+#include "io/base/status_macros.h"
 
 ABSL_FLAG(std::string, file, "", "the file to measure (required)");
 ABSL_FLAG(std::string, size, "1G",

@@ -42,7 +42,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "io/status_macros.h"
+#include "io/base/status_macros.h"
 #include "tools/roundtable/balance.h"
 #include "tools/roundtable/map_command.h"
 #include "tools/roundtable/placement_experiment.h"

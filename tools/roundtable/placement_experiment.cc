@@ -14,7 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "engine/mapping/placement.h"
-#include "io/status_macros.h"
+#include "io/base/status_macros.h"
 #include "tools/roundtable/experiment_table.h"
 #include "xxhash.h"
 

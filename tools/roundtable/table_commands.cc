@@ -14,7 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/internal/block_format.h"
 #include "engine/internal/table_files.h"
-#include "io/status_macros.h"
+#include "io/base/status_macros.h"
 #include "tools/roundtable/tsv.h"
 
 namespace roundtable::cli {

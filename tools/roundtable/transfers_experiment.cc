@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/mapping/round_mapping.h"
-#include "io/status_macros.h"
+#include "io/base/status_macros.h"
 
 namespace roundtable::cli {
 namespace {

@@ -2,8 +2,8 @@
 //
 //   RT_RETURN_IF_ERROR(device.Sync());
 //   RT_ASSIGN_OR_RETURN(auto device, OpenBlockDevice(path, options));
-#ifndef ROUNDTABLE_IO_STATUS_MACROS_H_
-#define ROUNDTABLE_IO_STATUS_MACROS_H_
+#ifndef ROUNDTABLE_IO_BASE_STATUS_MACROS_H_
+#define ROUNDTABLE_IO_BASE_STATUS_MACROS_H_
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -27,4 +27,4 @@
   if (!statusor.ok()) return statusor.status();        \
   lhs = *std::move(statusor)
 
-#endif  // ROUNDTABLE_IO_STATUS_MACROS_H_
+#endif  // ROUNDTABLE_IO_BASE_STATUS_MACROS_H_

@@ -1,0 +1,173 @@
+#include "engine/internal/bucket_store.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "io/base/status_macros.h"
+
+namespace roundtable::internal {
+
+BucketStore::BucketStore(io::BlockDevice* file, uint32_t block_size,
+                         uint32_t block_records, uint64_t cache_bytes)
+    : block_size_(block_size),
+      block_records_(block_records),
+      blocks_(std::make_unique<DeferredDevice>(file)),
+      cache_(cache_bytes, block_size, &TagFilterOf),
+      work_(block_size) {
+  // Bucket blocks are sealed (their checksums set) only when a
+  // checkpoint's thread stores them, and a read of one frozen meanwhile
+  // seals its copy. The header blocks (superblock images) are whole as
+  // they are.
+  blocks_->set_seal([](uint64_t block, std::span<std::byte> bytes) {
+    if (block >= kHeaderBlocks) EncodedBlock(bytes).Seal();
+  });
+}
+
+absl::StatusOr<bool> BucketStore::Find(uint64_t b, std::string_view key,
+                                       uint16_t tag, std::string* value) {
+  bool found = false;
+  auto find = [&](std::span<const std::byte> bytes) {
+    const EncodedBlock block(bytes);
+    if (auto f = block.Find(key, tag)) {
+      value->assign(f->value);
+      found = true;
+    }
+  };
+  if (cache_.VisitTagged(b, tag, find)) return found;
+  if (const std::byte* held = FindHeld(b)) {
+    if (HeldMayContain(b, tag)) find({held, block_size_});
+    return found;
+  }
+  io::AlignedBuffer buffer(block_size_);
+  RT_RETURN_IF_ERROR(LoadFromDevice(b, buffer.span()));
+  find(buffer.span());
+  return found;
+}
+
+absl::Status BucketStore::Load(uint64_t b, std::span<std::byte> out) {
+  // Cached blocks were verified when read, so they are not checked again.
+  if (cache_.Lookup(b, out)) return absl::OkStatus();
+  return LoadFromDevice(b, out);
+}
+
+absl::Status BucketStore::ReadBlocks(std::span<const uint64_t> buckets,
+                                     std::span<io::AlignedBuffer> out) {
+  std::vector<uint64_t> missed;
+  std::vector<io::ReadRequest> reads;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    if (cache_.Lookup(buckets[i], out[i].span())) continue;
+    if (const std::byte* held = FindHeld(buckets[i])) {
+      std::memcpy(out[i].data(), held, block_size_);
+      continue;
+    }
+    missed.push_back(buckets[i]);
+    reads.push_back({buckets[i] + kHeaderBlocks, out[i].span()});
+  }
+  RT_RETURN_IF_ERROR(blocks_->ReadBatch(reads));
+  for (size_t r = 0; r < missed.size(); ++r) {
+    RT_RETURN_IF_ERROR(VerifyBlock(reads[r].buffer, missed[r]));
+    cache_.Insert(missed[r], reads[r].buffer);
+  }
+  return absl::OkStatus();
+}
+
+std::byte* BucketStore::FindHeld(uint64_t b) {
+  std::byte* held = blocks_->Held(b + kHeaderBlocks);
+  if (held != nullptr) held_hits_.fetch_add(1, std::memory_order_relaxed);
+  return held;
+}
+
+// A block held since the last checkpoint was made here and is sealed only
+// at the checkpoint, so it is copied without a check (and not cached: the
+// held copy serves its reads); one from the device is verified and cached.
+absl::Status BucketStore::LoadFromDevice(uint64_t b,
+                                         std::span<std::byte> out) {
+  if (const std::byte* held = FindHeld(b)) {
+    std::memcpy(out.data(), held, out.size());
+    return absl::OkStatus();
+  }
+  RT_RETURN_IF_ERROR(blocks_->Read(b + kHeaderBlocks, out));
+  RT_RETURN_IF_ERROR(VerifyBlock(out, b));
+  cache_.Insert(b, out);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EncodedBlock> BucketStore::Edit(uint64_t b, bool* fresh) {
+  NoteEdited(b);
+  if (std::byte* held = FindHeld(b)) return View({held, block_size_});
+  if (fresh != nullptr) *fresh = true;
+  const uint64_t block = b + kHeaderBlocks;
+  std::span<std::byte> slot;
+  cache_.Visit(b, [&](std::span<const std::byte> cached) {
+    slot = blocks_->Hold(block);
+    std::memcpy(slot.data(), cached.data(), block_size_);
+  });
+  if (!slot.empty()) {
+    cache_.Drop(b);
+    return View(slot);
+  }
+  // Read before holding: a held block would answer its own read.
+  RT_RETURN_IF_ERROR(blocks_->Read(block, work_.span()));
+  RT_RETURN_IF_ERROR(VerifyBlock(work_.span(), b));
+  slot = blocks_->Hold(block);
+  std::memcpy(slot.data(), work_.data(), block_size_);
+  return View(slot);
+}
+
+void BucketStore::Unhold(uint64_t b) {
+  const uint64_t block = b + kHeaderBlocks;
+  cache_.Insert(b, {blocks_->Held(block), block_size_});
+  blocks_->Release(block);
+}
+
+EncodedBlock BucketStore::Rebuild(uint64_t b) {
+  NoteEdited(b);
+  cache_.Drop(b);
+  EncodedBlock block = View(blocks_->Hold(b + kHeaderBlocks));
+  block.Init(b);
+  return block;
+}
+
+// A read runs while no write does, so it finds a filter that passes every
+// tag of the block. (A write that fails midway leaves its blocks' filters
+// passing every tag: slower reads, never a wrong one.) A block is listed
+// once for all the edits of a write.
+void BucketStore::NoteEdited(uint64_t b) {
+  if (b >= held_filter_.size()) {
+    const uint64_t size = std::max<uint64_t>(b + 1, 2 * held_filter_.size());
+    held_filter_.resize(size, TagFilter::All());
+    listed_.resize(size, false);
+  }
+  held_filter_[b] = TagFilter::All();
+  if (!listed_[b]) {
+    listed_[b] = true;
+    edited_.push_back(b);
+  }
+}
+
+void BucketStore::RefreshFilters() {
+  for (const uint64_t b : edited_) {
+    listed_[b] = false;
+    if (const std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
+      held_filter_[b] = TagFilterOf({held, block_size_});
+    }
+  }
+  edited_.clear();
+}
+
+void BucketStore::CacheHeld(uint64_t buckets) {
+  // Clean once in place, they go to the cache as they are: the cache keeps
+  // no checksum (its blocks are never verified again).
+  std::vector<BlockCache::Block> clean;
+  clean.reserve(blocks_->held().size());
+  for (auto& [block, bytes] : blocks_->held()) {
+    // Superblock images held from a replayed journal are superseded.
+    if (block < kHeaderBlocks) continue;
+    if (block - kHeaderBlocks < buckets) {
+      clean.push_back({block - kHeaderBlocks, bytes.span()});
+    }
+  }
+  cache_.InsertAll(clean);
+}
+
+}  // namespace roundtable::internal

@@ -1,0 +1,141 @@
+// Where a bucket's block lies: held in memory since the last checkpoint
+// (written there, in the deferred device over the block file), cached
+// clean (BlockCache), or only on the device. It owns the deferred device,
+// the cache, and the tag filters of the held blocks, beside the blocks:
+// every way of changing a held block (Edit, Rebuild) first sets its filter
+// to pass every tag, and RefreshFilters, at the end of a write, makes the
+// filters of the blocks changed since. Bucket b is block b + kHeaderBlocks
+// of the file; nothing above this class sees block numbers.
+//
+// Each block is in memory at most once: a held block has no cached copy
+// until a checkpoint moves it to the cache (CacheHeld).
+//
+// Thread-safety: the table's writer lock for the methods that change blocks
+// (Edit, Rebuild, Unhold, Resize, RefreshFilters, CacheHeld); the reads
+// (Find, Load, ReadBlocks, InMemory) may run concurrently with each other
+// under its reader lock.
+#ifndef ROUNDTABLE_ENGINE_INTERNAL_BUCKET_STORE_H_
+#define ROUNDTABLE_ENGINE_INTERNAL_BUCKET_STORE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/internal/block_cache.h"
+#include "engine/internal/block_format.h"
+#include "engine/internal/deferred_device.h"
+#include "engine/internal/superblock.h"
+#include "engine/internal/tag_filter.h"
+#include "io/block_device.h"
+
+namespace roundtable::internal {
+
+class BucketStore {
+ public:
+  // Borrows `file` (the block file), which must outlive this. Blocks of
+  // `block_size` bytes holding at most `block_records` records (0: no
+  // limit); a cache of `cache_bytes`.
+  BucketStore(io::BlockDevice* file, uint32_t block_size,
+              uint32_t block_records, uint64_t cache_bytes);
+
+  uint32_t block_size() const { return block_size_; }
+
+  // Reads. The value of `key` (whose tag is `tag`) in bucket b's block into
+  // *value: true if found. A cached or held block is searched where it
+  // lies, with no copy, unless its tag filter rules the key out; otherwise
+  // the block is read from the device (one read), verified and cached.
+  absl::StatusOr<bool> Find(uint64_t b, std::string_view key, uint16_t tag,
+                            std::string* value);
+  // Bucket b's block into `out`: from the cache, or held, or from the
+  // device (then verified and cached).
+  absl::Status Load(uint64_t b, std::span<std::byte> out);
+  // The blocks of `buckets` (distinct) into `out`, as Load does each, but
+  // with the ones only the device holds read in one batch (one submission
+  // for all of them).
+  absl::Status ReadBlocks(std::span<const uint64_t> buckets,
+                          std::span<io::AlignedBuffer> out);
+
+  // Whether bucket b's block is held (a put edits it with no read).
+  bool Held(uint64_t b) const { return blocks_->Held(b + kHeaderBlocks); }
+  // Whether it is held or cached.
+  bool InMemory(uint64_t b) { return Held(b) || cache_.Contains(b); }
+  bool Cached(uint64_t b) { return cache_.Contains(b); }
+  // Starts loading what InMemory(b) and Edit(b) look at.
+  void Prefetch(uint64_t b) {
+    blocks_->PrefetchHeld(b + kHeaderBlocks);
+    cache_.Prefetch(b);
+  }
+
+  // Edits. Bucket b's block, to edit in place: a held block where it lies;
+  // any other is read (from the cache, or from the device and verified)
+  // into a newly held slot and dropped from the cache, and *fresh (if
+  // given) is set. The edit is the write: the block stays held until the
+  // next checkpoint (Unhold undoes a fresh hold that changed nothing). The
+  // view is valid until the next change of the held blocks.
+  absl::StatusOr<EncodedBlock> Edit(uint64_t b, bool* fresh = nullptr);
+  // Returns a block freshly held by Edit, unchanged, to the cache.
+  void Unhold(uint64_t b);
+  // Bucket b's block made anew, empty, where it is held (a distribute's
+  // rebuilt block); its cached copy dropped.
+  EncodedBlock Rebuild(uint64_t b);
+  // Drops bucket b's cached copy (a released bucket).
+  void DropCached(uint64_t b) { cache_.Drop(b); }
+  // Gives the blocks changed since the last call their tag filters again.
+  void RefreshFilters();
+  // The file as the table sees it holds `buckets` buckets.
+  absl::Status Resize(uint64_t buckets) {
+    return blocks_->Resize(kHeaderBlocks + buckets);
+  }
+
+  // Checkpoints. Copies the held blocks of buckets below `buckets` into
+  // the cache, where they serve reads once the checkpoint has frozen them.
+  void CacheHeld(uint64_t buckets);
+  // The deferred device over the block file.
+  DeferredDevice& device() { return *blocks_; }
+  const DeferredDevice& device() const { return *blocks_; }
+
+  // Ledgers.
+  uint64_t cache_hits() const { return cache_.hits(); }
+  uint64_t cache_misses() const { return cache_.misses(); }
+  uint64_t held_hits() const {
+    return held_hits_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  EncodedBlock View(std::span<std::byte> bytes) const {
+    return EncodedBlock(bytes, block_records_);
+  }
+  // Bucket b's held block (a read it answers counts in held_hits), or null.
+  std::byte* FindHeld(uint64_t b);
+  // Held, or read from the device, verified and cached.
+  absl::Status LoadFromDevice(uint64_t b, std::span<std::byte> out);
+  // Lists bucket b among the blocks whose filters RefreshFilters makes,
+  // its filter passing every tag until then.
+  void NoteEdited(uint64_t b);
+  bool HeldMayContain(uint64_t b, uint16_t tag) const {
+    return b >= held_filter_.size() || held_filter_[b].MayContain(tag);
+  }
+
+  const uint32_t block_size_;
+  const uint32_t block_records_;
+  std::unique_ptr<DeferredDevice> blocks_;
+  BlockCache cache_;
+  // By bucket, the tag filter of its block while held, and the buckets
+  // whose held blocks changed since the last refresh.
+  std::vector<TagFilter> held_filter_;
+  std::vector<uint64_t> edited_;
+  std::vector<bool> listed_;  // by bucket: in edited_
+  // A block read from the device before it is held.
+  io::AlignedBuffer work_;
+  // Reads run under the table's reader lock, so their count is atomic.
+  std::atomic<uint64_t> held_hits_{0};
+};
+
+}  // namespace roundtable::internal
+
+#endif  // ROUNDTABLE_ENGINE_INTERNAL_BUCKET_STORE_H_

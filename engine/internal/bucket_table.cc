@@ -1,0 +1,254 @@
+#include "engine/internal/bucket_table.h"
+
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "engine/internal/kill_points.h"
+#include "io/base/status_macros.h"
+
+namespace roundtable::internal {
+
+BucketTable::BucketTable(const Superblock& sb, mapping::RoundMapping mapping,
+                         BucketStore* store, io::BlockDevice* stash_file,
+                         FirstError* error)
+    : layout_(Layout::Of(sb)),
+      mapping_(std::move(mapping)),
+      store_(store),
+      error_(error),
+      stash_(stash_file, sb.stash_epoch, sb.stash_blocks, "stash",
+             "stash copy"),
+      record_count_(sb.record_count),
+      data_bytes_(sb.data_bytes) {}
+
+LogicalLedger BucketTable::logical() const {
+  LogicalLedger l = logical_;
+  l.get_reads = get_reads_.load(std::memory_order_relaxed);
+  l.stash_copy_writes = stash_.block_writes();
+  return l;
+}
+
+absl::Status BucketTable::Put(std::string_view key, std::string_view value,
+                              uint64_t h, Record* owned) {
+  const size_t size = EncodedSize(key, value);
+  bool grown = false;
+  while (true) {
+    const uint64_t b = mapping_.FindBucket(h);
+    // A key in the stash is replaced there (its block stays full, nothing
+    // to read); otherwise the key's block is read.
+    Record* stashed = stash_.Find(b, key, h);
+    std::optional<EncodedBlock> block;
+    std::optional<EncodedBlock::Found> found;
+    size_t old = 0;
+    if (stashed != nullptr) {
+      old = EncodedSize(stashed->key(), stashed->value());
+    } else {
+      RT_ASSIGN_OR_RETURN(block, store_->Edit(b));
+      ++logical_.put_reads;
+      found = block->Find(key, TagOf(h));
+      if (found) old = found->size;
+    }
+    // As the paper does, make room first if the data would pass
+    // (1 - epsilon) of the blocks' capacity: at most one new bucket per
+    // Put, after which the key's bucket is found again.
+    if (!grown &&
+        layout_.NeededBuckets(data_bytes_ - old + size,
+                              record_count_ + (old == 0 ? 1 : 0)) >
+            mapping_.num_buckets()) {
+      RT_RETURN_IF_ERROR(error_->Note(Grow()));
+      grown = true;
+      continue;
+    }
+    if (stashed != nullptr) {
+      data_bytes_ = data_bytes_ - old + size;
+      RT_RETURN_IF_ERROR(error_->Note(stash_.Replace(stashed, value)));
+      if (size >= old) return absl::OkStatus();
+      // A smaller record may now fit its block: keep the rule that a
+      // stash list exists only where its block has no room for it.
+      RT_ASSIGN_OR_RETURN(block, store_->Edit(b));
+      ++logical_.put_reads;
+      if (!block->Fits(size)) return absl::OkStatus();
+      ++logical_.put_writes;
+      return error_->Note(RefillFromStash(*block, b));
+    }
+    if (found && found->size == size) {
+      // The same key with a value of the same length: written over the
+      // old one where it lies. The block's room is unchanged, so its
+      // stash list (if any) stays as it is.
+      block->ReplaceValue(*found, value);
+      ++logical_.put_writes;
+      return absl::OkStatus();
+    }
+    if (found) {
+      block->Remove(*found);
+    } else {
+      ++record_count_;
+    }
+    data_bytes_ = data_bytes_ - old + size;
+    if (!block->Append(key, value, TagOf(h))) {
+      RT_RETURN_IF_ERROR(error_->Note(AddToStash(
+          b, h, owned != nullptr ? std::move(*owned) : Record(key, value))));
+    }
+    ++logical_.put_writes;
+    return error_->Note(RefillFromStash(*block, b));
+  }
+}
+
+absl::Status BucketTable::Delete(std::string_view key, uint64_t h) {
+  const uint64_t b = mapping_.FindBucket(h);
+  if (stash_.Find(b, key, h) != nullptr) {
+    absl::Status s = [&]() -> absl::Status {
+      RT_ASSIGN_OR_RETURN(const std::optional<size_t> removed,
+                          stash_.Remove(b, key));
+      if (removed) {
+        data_bytes_ -= *removed;
+        --record_count_;
+      }
+      return stash_.MaybeCompact();
+    }();
+    return error_->Note(std::move(s));
+  }
+  bool fresh = false;
+  RT_ASSIGN_OR_RETURN(EncodedBlock block, store_->Edit(b, &fresh));
+  ++logical_.delete_reads;
+  const auto found = block.Find(key, TagOf(h));
+  if (!found) {
+    // Nothing to write: an absent key leaves no held block behind.
+    if (fresh) store_->Unhold(b);
+    return absl::OkStatus();
+  }
+  data_bytes_ -= found->size;
+  block.Remove(*found);
+  --record_count_;
+  ++logical_.delete_writes;
+  return error_->Note(RefillFromStash(block, b));
+}
+
+absl::Status BucketTable::MaybeShrink() {
+  while (mapping_.num_buckets() > layout_.s0 &&
+         needed_buckets() + 1 < mapping_.num_buckets()) {
+    RT_RETURN_IF_ERROR(Shrink());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BucketTable::AddToStash(uint64_t b, uint64_t h, Record record) {
+  RT_RETURN_IF_ERROR(stash_.Put(b, h, std::move(record)));
+  KillPoint("stash: entry logged");
+  return stash_.MaybeCompact();
+}
+
+absl::Status BucketTable::RefillFromStash(EncodedBlock& block, uint64_t b) {
+  RT_RETURN_IF_ERROR(stash_.MoveOut(
+      b,
+      [&](const Record& r) {
+        return block.Append(r.key(), r.value(), TagOf(Hash(r.key())));
+      },
+      "stash: entry logged"));
+  return stash_.MaybeCompact();
+}
+
+absl::StatusOr<std::span<io::AlignedBuffer>> BucketTable::LoadBlocks(
+    std::span<const uint64_t> buckets) {
+  while (step_in_.size() < buckets.size()) {
+    step_in_.emplace_back(layout_.block_size, 4096, /*zeroed=*/false);
+  }
+  std::span<io::AlignedBuffer> bytes =
+      std::span<io::AlignedBuffer>(step_in_).first(buckets.size());
+  RT_RETURN_IF_ERROR(store_->ReadBlocks(buckets, bytes));
+  return bytes;
+}
+
+absl::Status BucketTable::Grow() {
+  const uint64_t m = mapping_.num_buckets();
+  RT_RETURN_IF_ERROR(store_->Resize(m + 1));
+  RT_ASSIGN_OR_RETURN(const mapping::BucketChange change,
+                      mapping_.NewBucket());
+  KillPoint("grow: bucket added");
+  RT_ASSIGN_OR_RETURN(auto bytes, LoadBlocks(change.sources));
+  const std::vector<uint64_t> touched = change.Touched();
+  RT_RETURN_IF_ERROR(Distribute(change.sources, bytes, touched));
+  logical_.grow_reads += change.sources.size();
+  logical_.grow_writes += touched.size();
+  ++logical_.grows;
+  return absl::OkStatus();
+}
+
+absl::Status BucketTable::Shrink() {
+  RT_ASSIGN_OR_RETURN(const mapping::BucketChange change,
+                      mapping_.FreeBucket());
+  const std::vector<uint64_t> touched = change.Touched();
+  RT_ASSIGN_OR_RETURN(auto bytes, LoadBlocks(touched));
+  RT_RETURN_IF_ERROR(Distribute(touched, bytes, change.sources));
+  KillPoint("shrink: blocks rebuilt");
+  store_->DropCached(change.target);
+  RT_RETURN_IF_ERROR(store_->Resize(mapping_.num_buckets()));
+  logical_.shrink_reads += touched.size();
+  logical_.shrink_writes += change.sources.size();
+  ++logical_.shrinks;
+  return absl::OkStatus();
+}
+
+absl::Status BucketTable::Distribute(std::span<const uint64_t> sources,
+                                     std::span<io::AlignedBuffer> bytes,
+                                     std::span<const uint64_t> rebuilt) {
+  // Each rebuilt block is made where it is held (the sources were read
+  // into `bytes` before): the edit is the write, as in BucketStore::Edit.
+  auto& slot = step_slot_;  // bucket -> index in blocks
+  auto& blocks = step_blocks_;
+  slot.clear();
+  blocks.clear();
+  for (size_t i = 0; i < rebuilt.size(); ++i) {
+    blocks.push_back(store_->Rebuild(rebuilt[i]));
+    slot[rebuilt[i]] = i;
+  }
+  if (observer_ != nullptr) observer_->OnDistribute(mapping_, sources, rebuilt);
+  // Records leaving the stash are logged as removals, records entering it
+  // as puts; a record that stays in the stash needs no entry.
+  auto& from_stash = step_stash_;
+  from_stash.clear();
+  for (const uint64_t b : sources) {
+    for (Stash::Entry& e : stash_.Take(b)) from_stash.push_back(std::move(e));
+  }
+  // `owned` is the stashed record itself, or null for a record of a block;
+  // h is the key's hash.
+  auto place = [&](std::string_view key, std::string_view value, uint64_t h,
+                   Record* owned) -> absl::Status {
+    const uint64_t b = mapping_.FindBucket(h);
+    auto it = slot.find(b);
+    if (it == slot.end()) {
+      return absl::InternalError(
+          absl::StrCat("distribute: a record moved to bucket ", b,
+                       ", outside the touched buckets"));
+    }
+    if (blocks[it->second].Append(key, value, TagOf(h))) {
+      if (owned != nullptr) RT_RETURN_IF_ERROR(stash_.LogRemoved(key));
+      return absl::OkStatus();
+    }
+    if (owned != nullptr) {
+      stash_.Restore(b, h, std::move(*owned));
+      return absl::OkStatus();
+    }
+    return stash_.Put(b, h, Record(key, value));
+  };
+  // Block records first, so that stashed records fill what room is left.
+  absl::Status s;
+  for (io::AlignedBuffer& source : bytes) {
+    EncodedBlock(source.span())
+        .ForEach([&](std::string_view k, std::string_view v) {
+          if (s.ok()) s = place(k, v, Hash(k), nullptr);
+        });
+    RT_RETURN_IF_ERROR(s);
+  }
+  for (Stash::Entry& e : from_stash) {
+    Record& r = e.record;
+    // place() reads the views before it may move r into the stash.
+    RT_RETURN_IF_ERROR(place(r.key(), r.value(), e.hash, &r));
+  }
+  for (size_t i = 0; i < rebuilt.size(); ++i) {
+    KillPoint("distribute: block rebuilt");
+  }
+  return stash_.MaybeCompact();
+}
+
+}  // namespace roundtable::internal

@@ -1,0 +1,214 @@
+#include "engine/internal/checkpointer.h"
+
+#include <atomic>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "engine/internal/journal.h"
+#include "engine/internal/kill_points.h"
+#include "io/base/status_macros.h"
+
+namespace roundtable::internal {
+
+// A checkpoint's writes, on a thread of their own: the bucket blocks
+// sealed, the journal, synced, then each file's images in place and their
+// write-back started. The images are the frozen blocks of the deferred
+// devices, unchanged but for the seal until FinishWrites.
+struct Checkpointer::Writes {
+  Pending pending;
+  // The device whose frozen blocks the thread seals first.
+  DeferredDevice* unsealed = nullptr;
+  io::BlockDevice* journal = nullptr;
+  // The images, then the superblock.
+  std::vector<JournalEntry> entries;
+  io::AlignedBuffer superblock;
+  std::function<void()> journal_durable;  // called once it is
+  // The log file the writers do not append to after this checkpoint (the
+  // one they left, or after a complete checkpoint the other): its records
+  // are covered once the journal is durable, and it is then emptied and
+  // synced. So whenever no checkpoint's writes are running, the writers'
+  // other file holds nothing but zeros on disk, ready for the next one.
+  io::BlockDevice* spare_log = nullptr;
+  uint64_t spare_log_blocks = 0;  // its size (zeros) once emptied
+  std::array<io::BlockDevice*, 3> files{};
+  std::array<std::vector<io::WriteRequest>, 3> writes;
+  std::thread thread;
+  absl::Status status;  // written by the thread before `done`
+  std::atomic<bool> done{false};
+
+  // On a thread of their own, or here when no thread can be had.
+  void Start() {
+    try {
+      thread = std::thread([this] { Run(); });
+    } catch (const std::system_error&) {
+      Run();
+    }
+  }
+  void Run() {
+    status = WriteAll();
+    done.store(true, std::memory_order_release);
+    done.notify_all();
+  }
+  absl::Status WriteAll() {
+    unsealed->SealFrozen();
+    RT_RETURN_IF_ERROR(
+        WriteJournal(*journal, pending.superblock.sequence, entries));
+    KillPoint("checkpoint: journal synced");
+    journal_durable();
+    RT_RETURN_IF_ERROR(spare_log->Resize(0));
+    RT_RETURN_IF_ERROR(spare_log->Sync());
+    // Zeros after the synced cut: whatever a power loss leaves of them,
+    // nothing older comes back.
+    if (spare_log_blocks > 0) {
+      RT_RETURN_IF_ERROR(spare_log->Resize(spare_log_blocks));
+    }
+    for (size_t id = 0; id < files.size(); ++id) {
+      RT_RETURN_IF_ERROR(files[id]->WriteBatch(writes[id]));
+      KillPoint("checkpoint: written in place");
+      RT_RETURN_IF_ERROR(files[id]->WriteBack());
+    }
+    return absl::OkStatus();
+  }
+  bool Done() const { return done.load(std::memory_order_acquire); }
+  void Wait() const { done.wait(false, std::memory_order_acquire); }
+  void Join() {
+    if (thread.joinable()) thread.join();
+  }
+};
+
+Checkpointer::Checkpointer(std::array<CheckpointLayer, 3> layers,
+                           io::BlockDevice* journal, const Superblock& sb,
+                           uint64_t checkpoint_bytes, uint64_t held_limit)
+    : layers_(layers),
+      journal_(journal),
+      checkpoint_bytes_(checkpoint_bytes),
+      held_limit_(held_limit),
+      sb_(sb) {}
+
+Checkpointer::~Checkpointer() {
+  if (writes_ != nullptr) writes_->Join();
+}
+
+uint64_t Checkpointer::held_bytes() const {
+  uint64_t bytes = 0;
+  for (const CheckpointLayer& layer : layers_) {
+    bytes += layer.seen->held_bytes();
+  }
+  return bytes;
+}
+
+uint64_t Checkpointer::held_blocks() const {
+  uint64_t blocks = 0;
+  for (const CheckpointLayer& layer : layers_) {
+    blocks += layer.seen->held().size();
+  }
+  return blocks;
+}
+
+absl::StatusOr<bool> Checkpointer::Due(uint64_t log_bytes) {
+  if (writes_ != nullptr && writes_->Done()) {
+    RT_RETURN_IF_ERROR(FinishWrites());
+  }
+  const uint64_t held = held_bytes();
+  if (held < held_limit_ && log_bytes < checkpoint_bytes_) return false;
+  if (writes_ != nullptr && held < held_limit_ / 4 * 5 &&
+      log_bytes < checkpoint_bytes_ / 4 * 5) {
+    return false;
+  }
+  return true;
+}
+
+absl::Status Checkpointer::Stage(const Superblock& next) {
+  staged_.reset();
+  auto job = std::make_unique<Writes>();
+  job->pending.superblock = next;
+  job->unsealed = layers_[kBlocksFileId].seen;
+  job->journal = journal_;
+  std::vector<JournalEntry>& entries = job->entries;
+  for (const CheckpointLayer& layer : layers_) {
+    for (const auto& [block, bytes] : layer.seen->held()) {
+      // Superblock images held from a replayed journal are superseded.
+      if (layer.id == kBlocksFileId && block < kHeaderBlocks) continue;
+      entries.push_back({layer.id, block, bytes.span()});
+    }
+  }
+  job->superblock = io::AlignedBuffer(layers_[kBlocksFileId].file->block_size());
+  EncodeSuperblock(next, job->superblock.span());
+  entries.push_back({kBlocksFileId, next.slot(), job->superblock.span()});
+  // Each file grown to its new size here; the journal, then the images in
+  // place, by the thread. Until it is done the deferred devices keep the
+  // images, frozen, for reads.
+  for (const CheckpointLayer& layer : layers_) {
+    const uint64_t size = layer.seen->num_blocks();
+    job->pending.sizes[layer.id] = size;
+    if (layer.file->num_blocks() < size) {
+      RT_RETURN_IF_ERROR(layer.file->Resize(size));
+    }
+    job->files[layer.id] = layer.file;
+  }
+  for (size_t i = 0; i + 1 < entries.size(); ++i) {
+    job->writes[entries[i].file].push_back(
+        {entries[i].block, entries[i].bytes});
+  }
+  staged_ = std::move(job);
+  return absl::OkStatus();
+}
+
+void Checkpointer::Launch(io::BlockDevice* spare_log,
+                          uint64_t spare_log_blocks,
+                          std::function<void()> journal_durable) {
+  staged_->spare_log = spare_log;
+  staged_->spare_log_blocks = spare_log_blocks;
+  staged_->journal_durable = std::move(journal_durable);
+  // What lies past the files' new ends stays until the checkpoint is
+  // complete; the deferred devices read it as zeros meanwhile.
+  for (const CheckpointLayer& layer : layers_) layer.seen->Freeze();
+  writes_ = std::move(staged_);
+  writes_->Start();
+  pending_ = writes_->pending;
+  sb_ = writes_->pending.superblock;
+  ++count_;
+}
+
+absl::Status Checkpointer::FinishWrites() {
+  if (writes_ == nullptr) return absl::OkStatus();
+  writes_->Join();
+  const absl::Status s = writes_->status;
+  writes_.reset();
+  for (const CheckpointLayer& layer : layers_) layer.seen->ReleaseFrozen();
+  return s;
+}
+
+absl::Status Checkpointer::Complete(bool rewrite_journal) {
+  RT_RETURN_IF_ERROR(FinishWrites());
+  if (!pending_) return absl::OkStatus();
+  const Superblock done = pending_->superblock;
+  for (const CheckpointLayer& layer : layers_) {
+    RT_RETURN_IF_ERROR(layer.file->Sync());
+  }
+  io::BlockDevice& blocks = *layers_[kBlocksFileId].file;
+  io::AlignedBuffer superblock(blocks.block_size());
+  EncodeSuperblock(done, superblock.span());
+  RT_RETURN_IF_ERROR(blocks.Write(done.slot(), superblock.span()));
+  RT_RETURN_IF_ERROR(blocks.Sync());
+  KillPoint("checkpoint: superblock synced");
+  // Only now: the older superblock needed what lay past the new ends.
+  for (const CheckpointLayer& layer : layers_) {
+    const uint64_t size = pending_->sizes[layer.id];
+    if (layer.file->num_blocks() > size) {
+      RT_RETURN_IF_ERROR(layer.file->Resize(size));
+    }
+  }
+  pending_.reset();
+  if (!rewrite_journal) return absl::OkStatus();
+  const JournalEntry kept = {kBlocksFileId, done.slot(), superblock.span()};
+  return WriteJournal(*journal_, done.sequence, {&kept, 1});
+}
+
+void Checkpointer::WaitWrites() const {
+  if (writes_ != nullptr) writes_->Wait();
+}
+
+}  // namespace roundtable::internal

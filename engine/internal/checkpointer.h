@@ -1,0 +1,126 @@
+// Checkpoints (docs/durability.md): the held blocks of the table's three
+// files and the next superblock go first into the journal, synced (the
+// commit point), then in place; later the files are synced and the
+// superblock written in place. It owns the superblock of the last
+// checkpoint, the thread that writes a checkpoint while the writers go on,
+// the checkpoint left pending in place, and the policy of when the next
+// one is due. The phases, in order:
+//
+//   Stage     (writer lock) the images listed, each file grown to its new
+//             size, the superblock encoded;
+//   Launch    (writer lock) the held blocks frozen and the writes started
+//             on a thread of their own: seal the bucket blocks, write and
+//             sync the journal, empty the log file the writers left, then
+//             write the images in place and start their write-back;
+//   FinishWrites (writer lock) waits for that thread, frees the images;
+//   Complete  (writer lock) the files synced, the superblock in place and
+//             synced, the files cut to their new ends, and (when asked) the
+//             journal rewritten with the superblock alone.
+//
+// Thread-safety: every method runs under the table's writer lock, but
+// WaitWrites and the const reads, which run under its reader lock.
+#ifndef ROUNDTABLE_ENGINE_INTERNAL_CHECKPOINTER_H_
+#define ROUNDTABLE_ENGINE_INTERNAL_CHECKPOINTER_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/internal/deferred_device.h"
+#include "engine/internal/superblock.h"
+#include "engine/internal/table_files.h"
+#include "io/block_device.h"
+
+namespace roundtable::internal {
+
+// A file a checkpoint writes: its id in journal entries, the file, and the
+// deferred device in front of it whose held blocks are its images.
+struct CheckpointLayer {
+  uint32_t id;
+  io::BlockDevice* file;
+  DeferredDevice* seen;
+};
+
+class Checkpointer {
+ public:
+  // Borrows the layers (by id: blocks, stash, buffer) and the journal file,
+  // which must outlive it. `sb` is the superblock of the last checkpoint. A
+  // checkpoint is due when the log passes `checkpoint_bytes` or the held
+  // blocks pass `held_limit`.
+  Checkpointer(std::array<CheckpointLayer, 3> layers,
+               io::BlockDevice* journal, const Superblock& sb,
+               uint64_t checkpoint_bytes, uint64_t held_limit);
+  // Waits for a checkpoint's writes still running.
+  ~Checkpointer();
+  Checkpointer(const Checkpointer&) = delete;
+  Checkpointer& operator=(const Checkpointer&) = delete;
+
+  // The superblock of the last checkpoint (pending or not).
+  const Superblock& superblock() const { return sb_; }
+  // The superblock a recovery laid in place (a journal's).
+  void set_superblock(const Superblock& sb) { sb_ = sb; }
+
+  // Whether a checkpoint is due after a write that left `log_bytes` in the
+  // log: when the log passes checkpoint_bytes or the held blocks
+  // held_limit; a quarter past either while the last checkpoint's writes
+  // still run, rather than have the writers wait for them. Frees the last
+  // checkpoint's images first if its writes are done (their error, if any).
+  absl::StatusOr<bool> Due(uint64_t log_bytes);
+
+  // The phases (see above). Stage lists the images of checkpoint `next`
+  // (its sequence one past the last's). REQUIRES: no writes running.
+  absl::Status Stage(const Superblock& next);
+  // `spare_log` is the log file the writers do not append to after this
+  // checkpoint: the thread empties and syncs it once the journal is
+  // durable (then calls `journal_durable`), and grows it again with
+  // `spare_log_blocks` blocks of zeros.
+  void Launch(io::BlockDevice* spare_log, uint64_t spare_log_blocks,
+              std::function<void()> journal_durable);
+  absl::Status FinishWrites();
+  // Completes the checkpoint left pending, if any. With `rewrite_journal`
+  // the journal is then rewritten with the superblock alone, which frees
+  // its block images' disk space and keeps a third copy of the newest
+  // superblock: if that copy in the block file is damaged, Open falls back
+  // to the older one, finds this journal newer, and lays the newest
+  // superblock over it again.
+  absl::Status Complete(bool rewrite_journal);
+
+  // Waits until the last checkpoint's writes are done (their ledgers then
+  // count them).
+  void WaitWrites() const;
+  // Bytes and blocks held by the three files' deferred devices.
+  uint64_t held_bytes() const;
+  uint64_t held_blocks() const;
+  uint64_t count() const { return count_; }
+
+ private:
+  struct Writes;
+
+  const std::array<CheckpointLayer, 3> layers_;
+  io::BlockDevice* const journal_;
+  const uint64_t checkpoint_bytes_;
+  const uint64_t held_limit_;
+  Superblock sb_;
+  // A checkpoint's superblock, and each file's size in blocks, by file id.
+  struct Pending {
+    Superblock superblock;
+    std::array<uint64_t, 3> sizes{};
+  };
+  // The checkpoint staged and not yet launched (dropped by the next Stage
+  // if never launched), then the one running on its thread until
+  // FinishWrites.
+  std::unique_ptr<Writes> staged_;
+  std::unique_ptr<Writes> writes_;
+  // A checkpoint whose journal is synced and whose images were written in
+  // place, not yet synced there.
+  std::optional<Pending> pending_;
+  uint64_t count_ = 0;
+};
+
+}  // namespace roundtable::internal
+
+#endif  // ROUNDTABLE_ENGINE_INTERNAL_CHECKPOINTER_H_

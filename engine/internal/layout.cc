@@ -1,0 +1,79 @@
+#include "engine/internal/layout.h"
+
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "io/block_device.h"
+
+namespace roundtable::internal {
+
+uint32_t BlockSizeFor(size_t bytes) {
+  for (uint32_t bs = io::kMinBlockSize; bs <= io::kMaxBlockSize; bs *= 2) {
+    if (MaxRecord(bs) >= bytes) return bs;
+  }
+  return 0;
+}
+
+absl::Status CheckOptions(const Options& o) {
+  const uint32_t bs = o.block_size;
+  if (!io::IsValidBlockSize(bs)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "block size ", bs, " is not a power of two from ", io::kMinBlockSize,
+        " to ", io::kMaxBlockSize));
+  }
+  if (o.s0 < 1 || o.s0 > kMaxS0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("s0 = ", o.s0, " is outside [1, 2^20]"));
+  }
+  if (!(o.epsilon > 0 && o.epsilon <= 0.5)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("epsilon = ", o.epsilon, " is outside (0, 0.5]"));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t Layout::NeededBuckets(uint64_t bytes, uint64_t records) const {
+  auto needed = [&](uint64_t amount, double per_block) {
+    return static_cast<uint64_t>(std::ceil(static_cast<double>(amount) /
+                                           ((1.0 - epsilon) * per_block)));
+  };
+  const uint64_t by_bytes = needed(bytes, static_cast<double>(payload()));
+  if (block_records == 0) return by_bytes;
+  return std::max(by_bytes, needed(records, block_records));
+}
+
+absl::Status Layout::CheckRecord(std::string_view key,
+                                 std::string_view value) const {
+  const size_t size = EncodedSize(key, value);
+  if (size <= max_record()) return absl::OkStatus();
+  const uint32_t fits = BlockSizeFor(size);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "record of ", size, " bytes (key ", key.size(), ", value ", value.size(),
+      ") exceeds the inline limit of ", max_record(), " bytes for ",
+      block_size, "-byte blocks",
+      fits ? absl::StrCat("; a block size of ", fits, " would take it")
+           : std::string("; no block size takes it")));
+}
+
+absl::Status Layout::CheckSame(const Layout& given,
+                               const std::string& path) const {
+  auto mismatch = [&](const char* what, auto stored, auto other) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " was created with ", what, " = ", stored, ", not ", other));
+  };
+  if (block_size != given.block_size) {
+    return mismatch("block_size", block_size, given.block_size);
+  }
+  if (block_records != given.block_records) {
+    return mismatch("block_records", block_records, given.block_records);
+  }
+  if (s0 != given.s0) return mismatch("s0", s0, given.s0);
+  if (epsilon != given.epsilon) return mismatch("epsilon", epsilon, given.epsilon);
+  if (hash_seed != given.hash_seed) {
+    return mismatch("hash_seed", hash_seed, given.hash_seed);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace roundtable::internal

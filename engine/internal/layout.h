@@ -1,0 +1,88 @@
+// The layout of a table, fixed when it is created and stored in its
+// superblock: block size, record limit, s0, epsilon and the keys' hash
+// seed; and what follows from it: a key's hash, the record space of a block,
+// the largest record a block takes, and how many buckets hold a given
+// amount of data at (1 - epsilon) of their capacity.
+//
+// Thread-safety: a value type; its methods are const.
+#ifndef ROUNDTABLE_ENGINE_INTERNAL_LAYOUT_H_
+#define ROUNDTABLE_ENGINE_INTERNAL_LAYOUT_H_
+
+// Key hashes are XXH3 compiled inline: for short keys the call into the
+// shared library costs as much as the hash.
+#ifndef XXH_INLINE_ALL
+#define XXH_INLINE_ALL
+#endif
+#include <xxhash.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "engine/internal/block_format.h"
+#include "engine/internal/superblock.h"
+#include "engine/table.h"
+
+namespace roundtable::internal {
+
+// Record space of one block of `block_size` bytes.
+inline size_t Payload(uint32_t block_size) {
+  return block_size - kBlockHeaderBytes;
+}
+// The largest encoded record a block of `block_size` bytes takes inline: a
+// quarter of its record space (Table::max_record_bytes).
+inline size_t MaxRecord(uint32_t block_size) { return Payload(block_size) / 4; }
+// The smallest block size whose inline limit takes a record of `bytes`, or
+// 0 when none does.
+uint32_t BlockSizeFor(size_t bytes);
+
+// InvalidArgument naming the field when Options' layout fields are out of
+// range.
+absl::Status CheckOptions(const Options& options);
+
+struct Layout {
+  uint32_t block_size = 0;
+  uint32_t block_records = 0;  // most records per block; 0: no limit
+  uint64_t s0 = 0;
+  double epsilon = 0;
+  uint64_t hash_seed = 0;
+
+  static Layout Of(const Superblock& sb) {
+    return {sb.block_size, sb.block_records, sb.s0, sb.epsilon, sb.hash_seed};
+  }
+  static Layout Of(const Options& o) {
+    return {o.block_size, o.block_records, o.s0, o.epsilon, o.hash_seed};
+  }
+
+  uint64_t Hash(std::string_view key) const {
+    return XXH3_64bits_withSeed(key.data(), key.size(), hash_seed);
+  }
+  size_t payload() const { return Payload(block_size); }
+  size_t max_record() const { return MaxRecord(block_size); }
+
+  // Blocks needed to hold `records` records of `bytes` bytes at
+  // (1 - epsilon) of their record space and of their record limit.
+  uint64_t NeededBuckets(uint64_t bytes, uint64_t records) const;
+
+  // InvalidArgument, naming the sizes and a block size that would take
+  // it, when the record of `key` and `value` is larger than max_record().
+  absl::Status CheckRecord(std::string_view key, std::string_view value) const;
+
+  // Stores the layout's fields in `sb`.
+  void SetIn(Superblock& sb) const {
+    sb.block_size = block_size;
+    sb.block_records = block_records;
+    sb.s0 = s0;
+    sb.epsilon = epsilon;
+    sb.hash_seed = hash_seed;
+  }
+  // InvalidArgument naming the first field in which `given` differs from
+  // this (the stored) layout of the table at `path`.
+  absl::Status CheckSame(const Layout& given, const std::string& path) const;
+};
+
+}  // namespace roundtable::internal
+
+#endif  // ROUNDTABLE_ENGINE_INTERNAL_LAYOUT_H_

@@ -1,0 +1,85 @@
+#include "engine/internal/logged_stash.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace roundtable::internal {
+
+LoggedStash::LoggedStash(io::BlockDevice* file, uint64_t epoch,
+                         uint64_t blocks, std::string_view name,
+                         std::string_view what)
+    : device_(std::make_unique<DeferredDevice>(file)),
+      copy_(device_.get(), epoch, blocks),
+      name_(name),
+      what_(what),
+      rewritten_point_(std::string(name) + ": copy rewritten") {}
+
+absl::Status LoggedStash::Load(const Layout& layout,
+                               const mapping::RoundMapping& mapping) {
+  RT_ASSIGN_OR_RETURN(
+      auto live,
+      StashLog::Load(*device_, copy_.epoch(), copy_.blocks(), what_));
+  for (auto& [key, value] : live) {
+    if (EncodedSize(key, value) > layout.max_record()) {
+      return absl::DataLossError(absl::StrCat(
+          what_, ": a record of ", EncodedSize(key, value),
+          " bytes, past the limit of ", layout.max_record()));
+    }
+    const uint64_t h = layout.Hash(key);
+    stash_.Add(mapping.FindBucket(h), h, Record(key, value));
+  }
+  return copy_.ResumeTail();
+}
+
+absl::Status LoggedStash::Put(uint64_t b, uint64_t h, Record record) {
+  RT_RETURN_IF_ERROR(copy_.AppendPut(record.key(), record.value()));
+  stash_.Add(b, h, std::move(record));
+  return absl::OkStatus();
+}
+
+absl::Status LoggedStash::Replace(Record* r, std::string_view value) {
+  stash_.SetValue(r, value);
+  return copy_.AppendPut(r->key(), r->value());
+}
+
+absl::StatusOr<std::optional<size_t>> LoggedStash::Remove(
+    uint64_t b, std::string_view key) {
+  absl::Status s;
+  std::optional<size_t> removed;
+  stash_.Filter(b, [&](const Record& r) {
+    if (r.key() != key) return true;
+    s = copy_.AppendRemove(key);
+    if (!s.ok()) return true;
+    removed = EncodedSize(r.key(), r.value());
+    return false;
+  });
+  RT_RETURN_IF_ERROR(s);
+  return removed;
+}
+
+absl::Status LoggedStash::MaybeCompact() {
+  // An entry is its record's bytes and a kind byte; the encoded sizes
+  // (with their 4-byte slots) and one byte a record overcount that a
+  // little.
+  if (!copy_.WantsRewrite(stash_.bytes() + stash_.records())) {
+    return absl::OkStatus();
+  }
+  return Compact();
+}
+
+absl::Status LoggedStash::Compact() {
+  std::vector<std::pair<std::string_view, std::string_view>> live;
+  live.reserve(stash_.records());
+  stash_.ForEachList([&](uint64_t, const Stash::List& list) {
+    for (const Stash::Entry& e : list) {
+      live.emplace_back(e.record.key(), e.record.value());
+    }
+  });
+  RT_RETURN_IF_ERROR(copy_.Rewrite(live));
+  KillPoint(rewritten_point_);
+  return absl::OkStatus();
+}
+
+}  // namespace roundtable::internal

@@ -1,0 +1,140 @@
+// Records kept in memory by bucket with a persistent copy in a file of their
+// own: the stash (records whose block is full) and the write buffer (puts
+// not yet applied to their blocks) are each one of these. It owns the
+// in-RAM lists (Stash), the copy's log of changes (StashLog) and the
+// deferred device in front of the copy's file, which holds the copy's
+// writes until a checkpoint journals them (docs/format.md, "The stash
+// copy").
+//
+// Every change that a record enters or leaves the copy by is logged here:
+// Put, Replace, Remove, MoveOut and LogRemoved. Take and Restore move a
+// record between buckets in memory only (a distribute): the copy stores
+// no bucket, so the record stays in it unchanged.
+//
+// Thread-safety: none; the table calls it under its writer lock, and its
+// const methods under its reader lock.
+#ifndef ROUNDTABLE_ENGINE_INTERNAL_LOGGED_STASH_H_
+#define ROUNDTABLE_ENGINE_INTERNAL_LOGGED_STASH_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "engine/internal/deferred_device.h"
+#include "engine/internal/kill_points.h"
+#include "engine/internal/layout.h"
+#include "engine/internal/stash.h"
+#include "engine/internal/stash_log.h"
+#include "engine/mapping/round_mapping.h"
+#include "io/base/status_macros.h"
+
+namespace roundtable::internal {
+
+class LoggedStash {
+ public:
+  // Borrows `file`, which must outlive this; the copy continues after
+  // block `blocks` - 1 of generation `epoch` (the superblock's). `name`
+  // ("stash", "buffer") names its kill points; `what` ("stash copy") its
+  // errors.
+  LoggedStash(io::BlockDevice* file, uint64_t epoch, uint64_t blocks,
+              std::string_view name, std::string_view what);
+
+  // Fills the lists from the copy, each record in its bucket under
+  // `mapping`, and resumes the copy's tail. DataLoss when a record is larger
+  // than the layout takes, or the copy is damaged.
+  absl::Status Load(const Layout& layout, const mapping::RoundMapping& mapping);
+
+  // Reads: the record of `key` (hash h) in bucket b's list, or null (valid
+  // until the next change); bucket b's list, or null.
+  Record* Find(uint64_t b, std::string_view key, uint64_t h) {
+    return stash_.Find(b, key, h);
+  }
+  const Stash::List* ListOf(uint64_t b) const { return stash_.ListOf(b); }
+  template <typename Fn>
+  void ForEachList(Fn fn) const {
+    stash_.ForEachList(fn);
+  }
+  uint64_t records() const { return stash_.records(); }
+  uint64_t bytes() const { return stash_.bytes(); }
+  bool empty() const { return stash_.records() == 0; }
+  const Stash& lists() const { return stash_; }
+
+  // Starts loading what a lookup in bucket b reads: its filter, and with
+  // `list` where its list is (or would be added).
+  void Prefetch(uint64_t b, bool list) const {
+    stash_.Prefetch(b);
+    if (list) stash_.PrefetchList(b);
+  }
+  void PrefetchRecords(uint64_t b) const { stash_.PrefetchRecords(b); }
+
+  // Adds a record to bucket b's list and to the copy.
+  absl::Status Put(uint64_t b, uint64_t h, Record record);
+  // Gives a record found by Find a new value, in the copy too.
+  absl::Status Replace(Record* r, std::string_view value);
+  // Removes `key` from bucket b's list and the copy: the removed record's
+  // encoded size, or nullopt when it was not there.
+  absl::StatusOr<std::optional<size_t>> Remove(uint64_t b,
+                                               std::string_view key);
+  // Removes from bucket b's list, and from the copy, every record for
+  // which `leave(record)` is true (it is called once a record, and may
+  // take the record's bytes elsewhere meanwhile). `kill_point` fires after
+  // each removal is logged.
+  template <typename Leave>
+  absl::Status MoveOut(uint64_t b, Leave leave, std::string_view kill_point);
+
+  // Takes bucket b's whole list out of memory; its records stay in the
+  // copy until LogRemoved, or go back with Restore.
+  Stash::Taken Take(uint64_t b) { return stash_.Take(b); }
+  // Puts a record that is in the copy back in memory, in bucket b.
+  void Restore(uint64_t b, uint64_t h, Record record) {
+    stash_.Add(b, h, std::move(record));
+  }
+  // Notes in the copy that a taken record of `key` left it.
+  absl::Status LogRemoved(std::string_view key) {
+    return copy_.AppendRemove(key);
+  }
+
+  // Rewrites the copy from the live records when it has grown well past
+  // them (at most twice their blocks, plus a few).
+  absl::Status MaybeCompact();
+  // Rewrites the copy from the live records.
+  absl::Status Compact();
+  // Writes the copy's tail block if it holds entries not yet written.
+  absl::Status Flush() { return copy_.Flush(); }
+
+  // The copy's generation and blocks in use, for the superblock.
+  uint64_t epoch() const { return copy_.epoch(); }
+  uint64_t blocks() const { return copy_.blocks(); }
+  uint64_t block_writes() const { return copy_.block_writes(); }
+  // The deferred device in front of the copy's file (its held blocks).
+  DeferredDevice& device() { return *device_; }
+  const DeferredDevice& device() const { return *device_; }
+
+ private:
+  std::unique_ptr<DeferredDevice> device_;
+  StashLog copy_;
+  Stash stash_;
+  const std::string name_;
+  const std::string what_;
+  const std::string rewritten_point_;  // "<name>: copy rewritten"
+};
+
+template <typename Leave>
+absl::Status LoggedStash::MoveOut(uint64_t b, Leave leave,
+                                  std::string_view kill_point) {
+  absl::Status s;
+  stash_.Filter(b, [&](const Record& r) {
+    if (!s.ok() || !leave(r)) return true;
+    s = copy_.AppendRemove(r.key());
+    KillPoint(kill_point);
+    return false;
+  });
+  return s;
+}
+
+}  // namespace roundtable::internal
+
+#endif  // ROUNDTABLE_ENGINE_INTERNAL_LOGGED_STASH_H_

@@ -1,0 +1,167 @@
+// Table::Impl: the table's coordinator, which owns the engine's parts and
+// takes the locks; the parts decide (docs/table.md, "The engine's files").
+// A write goes down through them one way:
+//
+//   Impl::Write -> CommitLog::Append            (the log record)
+//               -> WriteBuffer::Put / Delete    (buffered, or on down)
+//               -> BucketTable::Put / Delete    (block or stash; distribute)
+//               -> BucketStore::Edit, LoggedStash (bytes held in memory)
+//               -> Impl::MaybeCheckpoint -> Checkpointer (journal, in place)
+//
+// Lock order: mu_, then CommitLog's sync mutex, then its log-file mutex;
+// the block cache's and the deferred devices' own mutexes are leaves. mu_
+// is held shared by reads (Get, MultiGet, the iterator's steps, GetStats,
+// Check) and exclusively by everything that changes the table; a synced
+// write waits for its sync after releasing mu_ (group commit), and the
+// checkpoint's thread takes only the log-file mutex.
+//
+// Its methods live in table.cc (reads, writes, checkpoints, Close),
+// table_recovery.cc (opening an existing table) and table_check.cc.
+#ifndef ROUNDTABLE_ENGINE_INTERNAL_TABLE_IMPL_H_
+#define ROUNDTABLE_ENGINE_INTERNAL_TABLE_IMPL_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/internal/bucket_store.h"
+#include "engine/internal/bucket_table.h"
+#include "engine/internal/checkpointer.h"
+#include "engine/internal/commit_log.h"
+#include "engine/internal/journal.h"
+#include "engine/internal/layout.h"
+#include "engine/internal/log_record.h"
+#include "engine/internal/superblock.h"
+#include "engine/internal/table_files.h"
+#include "engine/internal/write_buffer.h"
+#include "engine/mapping/round_mapping.h"
+#include "engine/table.h"
+#include "io/base/first_error.h"
+#include "io/base/mutex.h"
+
+namespace roundtable {
+
+class Table::Impl {
+ public:
+  // The table at `path` as of superblock `sb` (the last checkpoint's),
+  // over its open `files`, holding its `lock`.
+  Impl(const Options& options, std::string path, const internal::Superblock& sb,
+       mapping::RoundMapping mapping, internal::TableFiles files,
+       internal::TableLock lock);
+
+  // Opening (table_recovery.cc). The newest valid superblock of the table
+  // at `path`; the file is probed with 512-byte blocks at each place a
+  // copy may lie.
+  static absl::StatusOr<internal::Superblock> ReadSuperblock(
+      const std::string& path, io::Backend backend);
+  // FailedPrecondition unless `sb` is of the format this build reads.
+  static absl::Status CheckFormatVersion(const std::string& path,
+                                         const internal::Superblock& sb);
+  // The journal of a checkpoint newer than *sb (cut short, or not yet
+  // completed in place), validated, or nullopt; its superblock then
+  // replaces *sb. A writer lays its images in place first (synced, the
+  // superblock last); a reader keeps them for Recover. Then DataLoss
+  // unless the block file holds the table's blocks: nothing is sized by
+  // the bucket count before that is known.
+  static absl::StatusOr<std::optional<internal::Journal>> PrepareRecovery(
+      const std::string& path, const internal::TableFiles& files,
+      bool read_only, internal::Superblock* sb);
+  // Writes the rest of a new table's initial state, its empty blocks being
+  // in the file already (FormatNewBlocks): an empty stash copy, the first
+  // superblock, an empty log.
+  absl::Status Format() ABSL_LOCKS_EXCLUDED(mu_);
+  // Brings an existing table to the state of its last acknowledged write:
+  // `journal`'s images (if read-only; a writer laid them in place), the
+  // stash and buffer copies, then the log records after the checkpoint.
+  absl::Status Recover(const std::optional<internal::Journal>& journal)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Table's methods.
+  absl::Status Get(std::string_view key, std::string* value)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<absl::StatusOr<std::string>> MultiGet(
+      std::span<const std::string_view> keys) ABSL_LOCKS_EXCLUDED(mu_);
+  // The records of bucket b (block, then stash list, with buffered puts
+  // replacing the stored records of their keys) into *out; *past_end when
+  // b >= m.
+  absl::Status BucketRecords(uint64_t b, std::vector<internal::Record>* out,
+                             bool* past_end) ABSL_LOCKS_EXCLUDED(mu_);
+  // Put, Delete and Write: every record checked, the write logged (as
+  // `record` when given, else encoded from `ops`) and applied; then, when
+  // asked, the log synced through it (group commit).
+  absl::Status Write(std::span<const internal::Op> ops,
+                     std::optional<std::string_view> record,
+                     const WriteOptions& options) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Sync() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Flush() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Checkpoint() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Close() ABSL_LOCKS_EXCLUDED(mu_);
+  TableStats GetStats() const ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Check() ABSL_LOCKS_EXCLUDED(mu_);  // table_check.cc
+  size_t max_record_bytes() const { return layout_.max_record(); }
+
+ private:
+  absl::Status CheckOpen() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::Status CheckWritable() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The record of `key` in the write buffer or the stash, or null: the
+  // records a read finds in memory, the buffer's first (a buffered put is
+  // newer than what its block or stash list holds).
+  internal::Record* FindInMemory(uint64_t b, std::string_view key, uint64_t h)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Starts loading what a put or delete in bucket b looks up first.
+  void PrefetchBucket(uint64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies logged ops to the table (a write, or a log record replayed).
+  absl::Status Apply(std::span<const internal::Op> ops)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The debug mode's check after a write (Options::paranoid_checks).
+  absl::Status Paranoid() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Group commit through `seq`; a failed sync is the table's first error.
+  absl::Status SyncThrough(uint64_t seq) ABSL_LOCKS_EXCLUDED(mu_);
+  // Starts a checkpoint when the Checkpointer says one is due.
+  absl::Status MaybeCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A checkpoint of everything held: the Checkpointer's phases, with the
+  // writers moved to the other log file while its writes run. Complete at
+  // once when `complete` (the writers then stay in their log file,
+  // emptied), else at the next checkpoint, Sync or Close; until then the
+  // journal is its only durable copy.
+  absl::Status CheckpointLocked(bool complete)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckLocked() ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  // Fixed at open. The lock is held from before Open reads anything until
+  // Close has released the files (and destroyed last).
+  internal::TableLock table_lock_;
+  const Options options_;
+  const std::string path_;
+  const internal::Layout layout_;
+  const bool in_memory_;  // Options::backend is kMemory: no log
+  internal::TableFiles files_;
+
+  mutable SharedMutex mu_;
+  FirstError error_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+
+  // The parts, each borrowing only those declared before it (and the
+  // files), so that they are destroyed first: the checkpoint's thread is
+  // joined before anything it writes goes away.
+  internal::BucketStore store_ ABSL_GUARDED_BY(mu_);
+  internal::BucketTable table_ ABSL_GUARDED_BY(mu_);
+  internal::WriteBuffer buffer_ ABSL_GUARDED_BY(mu_);
+  internal::CommitLog log_;
+  internal::Checkpointer checkpointer_ ABSL_GUARDED_BY(mu_);
+
+  // What Open found (TableStats::recovered_*).
+  uint64_t recovered_records_ ABSL_GUARDED_BY(mu_) = 0;
+  bool recovered_journal_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t recovery_ns_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace roundtable
+
+#endif  // ROUNDTABLE_ENGINE_INTERNAL_TABLE_IMPL_H_

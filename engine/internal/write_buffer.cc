@@ -1,0 +1,134 @@
+#include "engine/internal/write_buffer.h"
+
+#include <utility>
+
+#include "engine/internal/kill_points.h"
+#include "io/base/status_macros.h"
+
+namespace roundtable::internal {
+
+WriteBuffer::WriteBuffer(uint64_t limit_bytes, uint64_t held_limit,
+                         const Superblock& sb, io::BlockDevice* file,
+                         BucketTable* table, BucketStore* store,
+                         FirstError* error)
+    : limit_(limit_bytes),
+      held_limit_(held_limit),
+      table_(table),
+      store_(store),
+      error_(error),
+      buffer_(file, sb.buffer_epoch, sb.buffer_blocks, "buffer",
+              "write buffer copy") {
+  table_->set_observer(this);
+}
+
+absl::Status WriteBuffer::Put(std::string_view key, std::string_view value) {
+  const uint64_t h = table_->Hash(key);
+  const uint64_t b = table_->BucketOf(h);
+  if (Record* buffered = buffer_.Find(b, key, h)) {
+    RT_RETURN_IF_ERROR(error_->Note(buffer_.Replace(buffered, value)));
+  } else if (limit_ > 0 && !EditsInPlace(b) &&
+             table_->FindStashed(b, key, h) == nullptr) {
+    RT_RETURN_IF_ERROR(error_->Note(buffer_.Put(b, h, Record(key, value))));
+  } else {
+    return table_->Put(key, value, h);
+  }
+  if (buffer_.ListOf(b)->size() * EncodedSize(key, value) >=
+      table_->layout().payload()) {
+    RT_RETURN_IF_ERROR(DrainBucket(b));
+  }
+  return MaybeDrain();
+}
+
+absl::Status WriteBuffer::Delete(std::string_view key) {
+  const uint64_t h = table_->Hash(key);
+  const uint64_t b = table_->BucketOf(h);
+  if (buffer_.Find(b, key, h) != nullptr) {
+    RT_RETURN_IF_ERROR(error_->Note(buffer_.Remove(b, key).status()));
+    RT_RETURN_IF_ERROR(MaybeCompact());
+  }
+  return table_->Delete(key, h);
+}
+
+absl::Status WriteBuffer::Settle() {
+  do {
+    RT_RETURN_IF_ERROR(error_->Note(DrainRebuilt()));
+    RT_RETURN_IF_ERROR(error_->Note(table_->MaybeShrink()));
+  } while (!rebuilt_.empty() && rebuilt_drains_left_ > 0);
+  return absl::OkStatus();
+}
+
+void WriteBuffer::OnDistribute(const mapping::RoundMapping& mapping,
+                               std::span<const uint64_t> sources,
+                               std::span<const uint64_t> rebuilt) {
+  // Buffered puts of the sources follow their keys to their new buckets
+  // (the copy stores no bucket, so nothing is logged). Their records load
+  // meanwhile: the rebuilt blocks take them next (DrainRebuilt).
+  for (const uint64_t b : sources) {
+    for (Stash::Entry& e : buffer_.Take(b)) {
+      e.record.Prefetch();
+      buffer_.Restore(mapping.FindBucket(e.hash), e.hash, std::move(e.record));
+    }
+  }
+  for (const uint64_t b : rebuilt) {
+    if (buffer_.ListOf(b) != nullptr) rebuilt_.push_back(b);
+  }
+}
+
+bool WriteBuffer::EditsInPlace(uint64_t b) {
+  if (store_->Held(b)) return true;
+  return table_->num_buckets() * store_->block_size() <= held_limit_ &&
+         store_->Cached(b);
+}
+
+absl::Status WriteBuffer::MaybeDrain() {
+  RT_RETURN_IF_ERROR(DrainRebuilt());
+  while (memory_bytes() > limit_) RT_RETURN_IF_ERROR(DrainNext());
+  return MaybeCompact();
+}
+
+absl::Status WriteBuffer::DrainRebuilt() {
+  while (!rebuilt_.empty() && rebuilt_drains_left_ > 0) {
+    const uint64_t b = rebuilt_.back();
+    rebuilt_.pop_back();
+    if (b < table_->num_buckets() && buffer_.ListOf(b) != nullptr &&
+        store_->InMemory(b)) {
+      --rebuilt_drains_left_;
+      ++distribute_drains_;
+      RT_RETURN_IF_ERROR(DrainBucket(b));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteBuffer::DrainNext() {
+  const uint64_t b = NextBufferedBucket(drain_cursor_);
+  drain_cursor_ = b + 1;
+  RT_RETURN_IF_ERROR(DrainBucket(b));
+  // The next drain's records, far apart in the heap, load meanwhile.
+  if (!buffer_.empty()) {
+    buffer_.PrefetchRecords(NextBufferedBucket(drain_cursor_));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t WriteBuffer::NextBufferedBucket(uint64_t from) const {
+  const uint64_t m = table_->num_buckets();
+  uint64_t b = from % m;
+  while (buffer_.ListOf(b) == nullptr) b = (b + 1) % m;
+  return b;
+}
+
+absl::Status WriteBuffer::DrainBucket(uint64_t b) {
+  ++drains_;
+  Stash::Taken taken = buffer_.Take(b);
+  for (Stash::Entry& e : taken) {
+    Record& r = e.record;
+    RT_RETURN_IF_ERROR(error_->Note(buffer_.LogRemoved(r.key())));
+    RT_RETURN_IF_ERROR(
+        error_->Note(table_->Put(r.key(), r.value(), e.hash, &r)));
+    KillPoint("buffer: put drained");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace roundtable::internal

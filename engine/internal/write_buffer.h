@@ -1,0 +1,137 @@
+// The write buffer (Options::write_buffer_bytes): puts whose block is not in
+// memory wait here, by bucket, reading nothing, with a persistent copy in
+// the table's `buffer` file; its drain policy applies them to their blocks
+// through the BucketTable a bucket at a time, so that one block read and
+// write serves every put a bucket gathered. It is the way down for every
+// put and delete of a write: what it does not keep goes on to the
+// BucketTable.
+//
+// It observes the BucketTable's distributes: buffered puts of the buckets a
+// distribute moves follow their keys to their new buckets, and buckets it
+// rebuilt (their blocks now in memory) are drained first, at no block read.
+//
+// Thread-safety: none of its own; the table's writer lock for every change,
+// its reader lock for Find and the const reads.
+#ifndef ROUNDTABLE_ENGINE_INTERNAL_WRITE_BUFFER_H_
+#define ROUNDTABLE_ENGINE_INTERNAL_WRITE_BUFFER_H_
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/internal/bucket_store.h"
+#include "engine/internal/bucket_table.h"
+#include "engine/internal/logged_stash.h"
+#include "engine/internal/superblock.h"
+#include "io/base/first_error.h"
+
+namespace roundtable::internal {
+
+class WriteBuffer final : public DistributeObserver {
+ public:
+  // What a buffered record costs in memory besides its encoded bytes: its
+  // entry (with its key hash) and its bucket in the buffer's hash map.
+  static constexpr size_t kRecordOverhead = 32;
+
+  // A buffer of at most `limit_bytes` (0: none, every put goes to its
+  // block) over `table` and `store`, with its copy in `file` as of `sb`.
+  // `held_limit` is the held blocks' budget (past it, a checkpoint
+  // starts). Borrows everything, which must outlive it; observes `table`.
+  WriteBuffer(uint64_t limit_bytes, uint64_t held_limit, const Superblock& sb,
+              io::BlockDevice* file, BucketTable* table, BucketStore* store,
+              FirstError* error);
+
+  // A write: Begin, then each Put and Delete, then Settle.
+  // Begin starts a write's budget of distribute drains.
+  void Begin() { rebuilt_drains_left_ = kRebuiltDrainsPerWrite; }
+  // A put waits in the buffer, reading nothing, unless it edits its block
+  // in place (EditsInPlace) or its key is in the stash; a key already
+  // buffered takes the new value here. A bucket whose buffered puts would
+  // fill its block is drained at once: one read and write for a block's
+  // worth.
+  absl::Status Put(std::string_view key, std::string_view value);
+  // A buffered put of the key is dropped, and so is the record stored in
+  // its block or stash list.
+  absl::Status Delete(std::string_view key);
+  // Deletes, and smaller values (also those of drained puts), may leave
+  // the data small enough to release buckets; a release rebuilds blocks
+  // whose buffered puts then go in, which may release more. Each round
+  // drains buffered puts or uses up the write's drains, so this ends.
+  absl::Status Settle();
+
+  // Applies the buffered puts of the next bucket, in a sweep over the
+  // buckets, that has any. REQUIRES: !empty().
+  absl::Status DrainNext();
+  // Rewrites the copy when it has grown well past the buffered puts.
+  absl::Status MaybeCompact() { return error_->Note(buffer_.MaybeCompact()); }
+
+  // Reads.
+  Record* Find(uint64_t b, std::string_view key, uint64_t h) {
+    return buffer_.Find(b, key, h);
+  }
+  const Stash::List* ListOf(uint64_t b) const { return buffer_.ListOf(b); }
+  void Prefetch(uint64_t b) const { buffer_.Prefetch(b, limit_ > 0); }
+  bool empty() const { return buffer_.empty(); }
+  // The buffered puts and their copy.
+  const LoggedStash& records() const { return buffer_; }
+  LoggedStash& records() { return buffer_; }
+  // The memory the buffer takes: its records' encoded bytes and their
+  // overhead (kRecordOverhead each).
+  uint64_t memory_bytes() const {
+    return buffer_.bytes() + buffer_.records() * kRecordOverhead;
+  }
+  // Buckets drained (LogicalLedger::buffer_drains), and of those the ones
+  // a distribute had just rebuilt (distribute_drains).
+  uint64_t drains() const { return drains_; }
+  uint64_t distribute_drains() const { return distribute_drains_; }
+
+  void OnDistribute(const mapping::RoundMapping& mapping,
+                    std::span<const uint64_t> sources,
+                    std::span<const uint64_t> rebuilt) override;
+
+ private:
+  // Whether a put edits bucket b's block rather than wait here: when the
+  // block is held (it is written anyway), or cached while the whole table
+  // fits in the held blocks' budget (then the checkpoints come seldom
+  // enough for many puts to land on each block first). In a larger table
+  // a clean block made dirty for one put would cost two block writes.
+  bool EditsInPlace(uint64_t b);
+  // While the buffer takes more than its limit, drains bucket after bucket
+  // from the drain cursor on; then compacts the copy if it wants it.
+  absl::Status MaybeDrain();
+  // Drains the buckets a distribute rebuilt, the latest first: their blocks
+  // are in memory, so the puts cost no read, and no write besides the one
+  // the distribute made. A drain may grow the table, which rebuilds more;
+  // past kRebuiltDrainsPerWrite in one write, the rest wait for the next
+  // writes (in a growing table with a full buffer the chain would
+  // otherwise drain most of the buffer inside one write).
+  absl::Status DrainRebuilt();
+  // Applies every buffered put of bucket b to its block.
+  absl::Status DrainBucket(uint64_t b);
+  // The first bucket from `from` on (in a cycle over the m buckets) with
+  // buffered puts. REQUIRES: !empty().
+  uint64_t NextBufferedBucket(uint64_t from) const;
+
+  // The buckets of about four grows at s0 = 8.
+  static constexpr int kRebuiltDrainsPerWrite = 64;
+
+  const uint64_t limit_;
+  const uint64_t held_limit_;
+  BucketTable* const table_;
+  BucketStore* const store_;
+  FirstError* const error_;
+  LoggedStash buffer_;
+  uint64_t drain_cursor_ = 0;
+  // Buckets with buffered puts that a distribute rebuilt (DrainRebuilt).
+  std::vector<uint64_t> rebuilt_;
+  // What DrainRebuilt may still drain in the current write.
+  int rebuilt_drains_left_ = 0;
+  uint64_t drains_ = 0;
+  uint64_t distribute_drains_ = 0;
+};
+
+}  // namespace roundtable::internal
+
+#endif  // ROUNDTABLE_ENGINE_INTERNAL_WRITE_BUFFER_H_
