@@ -208,8 +208,9 @@ struct DeviceOptions {
   bool read_only = false;
 };
 
-// Opens (creating if asked) the block device at `path`; the memory backend
-// ignores the path. kAuto picks io_uring where a ring can be created and POSIX
+// Opens (creating if asked) the block device at `path` (defined in
+// open_block_device.cc, above the backends); the memory backend ignores the
+// path. kAuto picks io_uring where a ring can be created and POSIX
 // otherwise, printing a one-line notice on standard error the first time it
 // falls back. Setting the environment variable ROUNDTABLE_IO_URING=off makes
 // the probe fail, so that kAuto takes POSIX and kUring is refused.

@@ -7,7 +7,7 @@
 # only where its -dev package is installed).
 set -euo pipefail
 
-packages=(cmake g++ make pkg-config liburing-dev libxxhash-dev libabsl-dev
+packages=(cmake g++ make pkg-config python3 liburing-dev libxxhash-dev libabsl-dev
           libgtest-dev libbenchmark-dev)
 for arg in "$@"; do
   if [ "$arg" = "--peers" ]; then

@@ -33,7 +33,7 @@
 #include "engine/internal/logged_stash.h"
 #include "engine/internal/superblock.h"
 #include "engine/mapping/round_mapping.h"
-#include "engine/table.h"
+#include "engine/options.h"
 #include "io/base/first_error.h"
 
 namespace roundtable::internal {

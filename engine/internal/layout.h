@@ -23,7 +23,7 @@
 #include "absl/status/status.h"
 #include "engine/internal/block_format.h"
 #include "engine/internal/superblock.h"
-#include "engine/table.h"
+#include "engine/options.h"
 
 namespace roundtable::internal {
 

@@ -17,7 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "engine/table.h"
+#include "engine/options.h"
 #include "io/block_device.h"
 
 namespace roundtable::internal {

@@ -42,6 +42,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/internal/block_format.h"
 #include "engine/internal/coding.h"
+#include "engine/internal/table_files.h"
 #include "engine/internal/wal.h"
 #include "engine/table.h"
 
@@ -49,8 +50,10 @@ namespace roundtable {
 namespace {
 
 constexpr int kKeys = 200;
-constexpr std::array<const char*, 6> kFiles = {"blocks", "stash",   "wal",
-                                               "wal.1",  "journal", "buffer"};
+// The table's files, in the order Seal numbers them.
+constexpr std::array<const char*, 6> kFiles = {
+    internal::kBlocksFile,  internal::kStashFile,   internal::kWalFiles[0],
+    internal::kWalFiles[1], internal::kJournalFile, internal::kBufferFile};
 
 Options FuzzOptions() {
   Options o;

@@ -1,0 +1,166 @@
+// roundtable's options and statistics: how a table is laid out and run
+// (Options, WriteOptions), and what it reports (TableStats, with the
+// logical ledger of the paper's I/O model). Part of the public API, with
+// engine/table.h, which includes it.
+//
+// Thread-safety: value types.
+#ifndef ROUNDTABLE_ENGINE_OPTIONS_H_
+#define ROUNDTABLE_ENGINE_OPTIONS_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "io/block_device.h"
+
+namespace roundtable {
+
+struct Options {
+  // Layout, fixed at creation and checked on every open (a mismatch is
+  // InvalidArgument naming the stored value).
+  uint32_t block_size = 4096;  // bytes, a power of two from 512 to 65536
+  // Round-mapping slack; also the fewest buckets. Each grow rewrites s0 to
+  // 2 s0 - 1 blocks: for blocks of a few dozen records SuggestedS0 (below)
+  // grows nearly twice as cheaply for about the same stash.
+  uint64_t s0 = 32;
+  double epsilon = 0.1;  // free fraction kept in the blocks, (0, 0.5]
+  uint64_t hash_seed = 0x726f756e64746162;  // XXH3 seed of the keys
+  // The most records a block holds; 0: as many as its bytes take. With a
+  // limit the table also keeps the record count within (1 - epsilon) of
+  // m * block_records, so a table of equal-sized records that fit the
+  // bytes runs in the paper's model of blocks of exactly B keys (what
+  // `roundtable experiment stash` measures).
+  uint32_t block_records = 0;
+
+  // Not part of the layout.
+  // Bytes of the cache of clean blocks. 0: every block read goes to the
+  // device (the paper's model).
+  uint64_t block_cache_bytes = 8 << 20;
+  // Blocks written since the last checkpoint stay in memory until the next
+  // one (not in the cache: each block is either cached or held; the
+  // checkpoint moves them into the cache). A checkpoint starts after a write
+  // that takes the write-ahead log past this many bytes, or the held blocks
+  // past this or block_cache_bytes, whichever is larger; and on Checkpoint
+  // and Close. The log bounds recovery's replay; the held blocks may take
+  // as much memory as the cache (or checkpoint_bytes) besides it, and the
+  // last checkpoint's blocks stay in memory too until a thread of its own
+  // has written them to the journal and in place (while the writers go on,
+  // logging to the log's other file). While that thread still runs, the
+  // next checkpoint waits until the log or the held blocks pass their
+  // limit by a quarter, rather than have the writers wait. A checkpoint
+  // writes every held block twice (journal, then in place), so
+  // random updates spread over a large table cost far less when many land
+  // on each block between checkpoints: a cache large enough for the table
+  // lets the held blocks grow to the whole table.
+  uint64_t checkpoint_bytes = 32 << 20;
+  // A put whose block is not held (and whose key is not in the stash)
+  // waits in the write buffer, reading nothing, where it would make a
+  // block dirty for one record; a bucket whose buffered puts would fill its
+  // block is drained at once. The buffer has a
+  // copy in its own file, written at checkpoints as the stash copy is, so
+  // that it outlives the log. While the buffer's records (their encoded
+  // bytes and 32 bytes each besides: the record's entry in the buffer's
+  // hash map, with its key hash, and its bucket) pass this, the puts of one bucket after another, in a sweep over the
+  // buckets, are applied to their blocks: one block read and write for all
+  // the puts a bucket gathered since the sweep last passed it, where each
+  // put would read and write it once. Reads look in the buffer first.
+  // Table::Flush applies them all. 0: no buffer, every put edits its block
+  // at once. Ignored (no buffer) in memory.
+  uint64_t write_buffer_bytes = 64 << 20;
+  // kMemory: the table lives in memory only, with no files or directory
+  // (the path is only a name) and no write-ahead log; Open always creates
+  // it, and it is gone when closed. For experiments and tests.
+  io::Backend backend = io::Backend::kAuto;
+  bool direct_io = false;
+  bool create_if_missing = true;
+  bool error_if_exists = false;
+  bool read_only = false;
+  // Opens each of the table's six files as a block device; empty: with
+  // io::OpenBlockDevice. Tests put a fault-injection layer here to cut the
+  // power under a table (the superblock probe of Open and ReadLayout reads
+  // the block file directly).
+  std::function<absl::StatusOr<std::unique_ptr<io::BlockDevice>>(
+      const std::string& path, const io::DeviceOptions& options)>
+      open_file;
+  // Debug mode: run Check() after every Put, Delete and Write, and fail the
+  // operation with Check's DataLoss if an invariant broke. Reads the whole
+  // table each time: for tests on small tables.
+  bool paranoid_checks = false;
+};
+
+// The paper's I/O model: distinct table blocks read and written, as if there
+// were no cache, by the operation that caused them.
+struct LogicalLedger {
+  uint64_t get_reads = 0;
+  uint64_t put_reads = 0;
+  uint64_t put_writes = 0;
+  uint64_t delete_reads = 0;
+  uint64_t delete_writes = 0;
+  uint64_t grow_reads = 0;         // distribute after new_bucket(): z per grow
+  uint64_t grow_writes = 0;        // z + 1 per grow
+  uint64_t shrink_reads = 0;       // distribute after free_bucket(): z + 1
+  uint64_t shrink_writes = 0;      // z per shrink
+  uint64_t stash_copy_writes = 0;  // blocks of the persistent stash copy
+  // Buckets whose buffered puts were applied together (Options::
+  // write_buffer_bytes): one block read and write each, where the puts
+  // count one each in put_reads and put_writes.
+  uint64_t buffer_drains = 0;
+  // Of those, buckets a grow or shrink had just rebuilt: their blocks were
+  // in memory and written anyway, so the drain read and wrote nothing.
+  uint64_t distribute_drains = 0;
+  uint64_t grows = 0;
+  uint64_t shrinks = 0;
+};
+
+struct WriteOptions {
+  // Sync the write-ahead log before returning: the write then survives power
+  // loss. Without it a write survives a crash of the process.
+  bool sync = false;
+};
+
+struct TableStats {
+  uint64_t buckets = 0;  // m
+  uint64_t records = 0;
+  uint64_t stash_records = 0;
+  uint64_t stash_bytes = 0;
+  // Puts waiting in the write buffer (Options::write_buffer_bytes), not
+  // counted in `records` and `data_bytes` until they reach their blocks
+  // (some of them replace a stored record).
+  uint64_t buffered_records = 0;
+  uint64_t buffered_bytes = 0;
+  uint64_t data_bytes = 0;  // encoded bytes of all records in blocks or stash
+  uint32_t block_size = 0;
+  uint32_t block_records = 0;
+  uint64_t s0 = 0;
+  double epsilon = 0;
+  // data_bytes over the record bytes the m blocks can hold; with a record
+  // limit, the larger of that and records over m * block_records.
+  double utilization = 0;
+  LogicalLedger logical;
+  uint64_t cache_hits = 0;  // block reads the cache answered
+  // Block reads answered by a block held since the last checkpoint (held
+  // blocks are kept out of the cache until the checkpoint moves them in).
+  uint64_t held_hits = 0;
+  uint64_t cache_misses = 0;  // block reads that went past the cache
+  // Blocks of the block file, the stash copy and the write buffer's copy
+  // written since the last checkpoint, held in memory until the next.
+  uint64_t held_blocks = 0;
+  uint64_t wal_bytes = 0;  // records in the write-ahead log
+  uint64_t checkpoints = 0;
+  // What Open found after a crash: log records replayed, whether a
+  // checkpoint's journal was applied again, and how long recovery took.
+  uint64_t recovered_records = 0;
+  bool recovered_journal = false;
+  uint64_t recovery_ns = 0;
+  io::IoStats physical_blocks;   // the block file
+  io::IoStats physical_stash;    // the stash copy
+  io::IoStats physical_wal;      // the write-ahead log (both its files)
+  io::IoStats physical_journal;  // the checkpoint journal
+  io::IoStats physical_buffer;   // the write buffer's copy
+};
+
+}  // namespace roundtable
+
+#endif  // ROUNDTABLE_ENGINE_OPTIONS_H_

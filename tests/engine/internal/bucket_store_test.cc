@@ -1,0 +1,170 @@
+// BucketStore: where a bucket's block lies (held, cached, on the device),
+// edits in place, the held blocks' tag filters, and verification of what
+// the device returns.
+#include "engine/internal/bucket_store.h"
+
+#include <string>
+
+#include "engine/internal/table_files.h"
+#include "gtest/gtest.h"
+#include "io/memory_device.h"
+
+namespace roundtable::internal {
+namespace {
+
+constexpr uint32_t kBlock = 512;
+constexpr uint64_t kBuckets = 8;
+
+class BucketStoreTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(FormatNewBlocks(*file_, kBuckets).ok());
+  }
+
+  // Puts key -> value into bucket b's block through an edit.
+  void PutInBlock(BucketStore& store, uint64_t b, std::string_view key,
+                  std::string_view value) {
+    absl::StatusOr<EncodedBlock> block = store.Edit(b);
+    ASSERT_TRUE(block.ok()) << block.status();
+    ASSERT_TRUE(block->Append(key, value, Tag(key)));
+  }
+  static uint16_t Tag(std::string_view key) {
+    return static_cast<uint16_t>(std::hash<std::string_view>()(key));
+  }
+  // Find of `key` in bucket b: its value, or "" when absent.
+  static std::string FindIn(BucketStore& store, uint64_t b,
+                            std::string_view key) {
+    std::string value;
+    absl::StatusOr<bool> found = store.Find(b, key, Tag(key), &value);
+    EXPECT_TRUE(found.ok()) << found.status();
+    return found.ok() && *found ? value : "";
+  }
+
+  std::unique_ptr<io::BlockDevice> file_ = io::NewMemoryDevice(kBlock);
+};
+
+TEST_F(BucketStoreTest, AnEditIsHeldAndAnsweredWithoutTheDevice) {
+  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  const io::IoStats before = file_->stats();
+  EXPECT_FALSE(store.Held(3));
+  PutInBlock(store, 3, "k", "v");
+  EXPECT_TRUE(store.Held(3));
+  EXPECT_TRUE(store.InMemory(3));
+  // Before the filters are made again the edited block passes every tag.
+  EXPECT_EQ(FindIn(store, 3, "k"), "v");
+  store.RefreshFilters();
+  EXPECT_EQ(FindIn(store, 3, "k"), "v");
+  EXPECT_EQ(FindIn(store, 3, "absent"), "");
+  EXPECT_EQ(store.held_hits(), 3u);
+  // Nothing reached the file: the held block is the write.
+  EXPECT_EQ(file_->stats().blocks_written, before.blocks_written);
+  EXPECT_EQ(file_->stats().blocks_read, before.blocks_read + 1);
+  EXPECT_EQ(store.device().held().size(), 1u);
+}
+
+TEST_F(BucketStoreTest, AReadIsVerifiedAndCached) {
+  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  EXPECT_EQ(FindIn(store, 5, "k"), "");
+  EXPECT_EQ(store.cache_misses(), 1u);
+  EXPECT_TRUE(store.Cached(5));
+  EXPECT_EQ(FindIn(store, 5, "k"), "");
+  EXPECT_EQ(store.cache_hits(), 1u);
+  EXPECT_EQ(file_->stats().blocks_read, 1u);
+}
+
+TEST_F(BucketStoreTest, ADamagedBlockIsDataLossNeverAValue) {
+  io::AlignedBuffer bytes(kBlock);
+  ASSERT_TRUE(file_->Read(kHeaderBlocks + 2, bytes.span()).ok());
+  bytes.data()[100] ^= std::byte{1};
+  ASSERT_TRUE(file_->Write(kHeaderBlocks + 2, bytes.span()).ok());
+  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  std::string value;
+  EXPECT_EQ(store.Find(2, "k", 1, &value).status().code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(store.Edit(2).status().code(), absl::StatusCode::kDataLoss);
+  io::AlignedBuffer out(kBlock);
+  EXPECT_EQ(store.Load(2, out.span()).code(), absl::StatusCode::kDataLoss);
+  // A block stored in another bucket's place is refused too.
+  ASSERT_TRUE(file_->Read(kHeaderBlocks + 1, bytes.span()).ok());
+  ASSERT_TRUE(file_->Write(kHeaderBlocks + 4, bytes.span()).ok());
+  EXPECT_EQ(store.Load(4, out.span()).code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(BucketStoreTest, AFreshHoldThatChangedNothingGoesBackToTheCache) {
+  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  bool fresh = false;
+  ASSERT_TRUE(store.Edit(6, &fresh).ok());
+  EXPECT_TRUE(fresh);
+  store.Unhold(6);
+  EXPECT_FALSE(store.Held(6));
+  EXPECT_TRUE(store.Cached(6));
+  // Held already: not fresh.
+  PutInBlock(store, 1, "a", "b");
+  fresh = false;
+  ASSERT_TRUE(store.Edit(1, &fresh).ok());
+  EXPECT_FALSE(fresh);
+}
+
+TEST_F(BucketStoreTest, ABatchReadsEachUncachedBlockOnce) {
+  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  PutInBlock(store, 0, "held", "h");
+  EXPECT_EQ(FindIn(store, 1, "x"), "");  // cached
+  const std::vector<uint64_t> buckets = {0, 1, 2, 3, 7};
+  std::vector<io::AlignedBuffer> out;
+  for (size_t i = 0; i < buckets.size(); ++i) out.emplace_back(kBlock);
+  const io::IoStats before = file_->stats();
+  ASSERT_TRUE(store.ReadBlocks(buckets, out).ok());
+  const io::IoStats after = file_->stats();
+  EXPECT_EQ(after.blocks_read - before.blocks_read, 3u);
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    EXPECT_EQ(EncodedBlock(out[i].span()).bucket(), buckets[i]);
+  }
+  EXPECT_TRUE(EncodedBlock(out[0].span()).Find("held", Tag("held")));
+  EXPECT_TRUE(store.Cached(7));
+}
+
+TEST_F(BucketStoreTest, ARebuiltBlockIsEmptyHeldAndNotCached) {
+  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  EXPECT_EQ(FindIn(store, 4, "x"), "");
+  ASSERT_TRUE(store.Cached(4));
+  EncodedBlock block = store.Rebuild(4);
+  EXPECT_EQ(block.count(), 0u);
+  EXPECT_EQ(block.bucket(), 4u);
+  EXPECT_TRUE(store.Held(4));
+  EXPECT_FALSE(store.Cached(4));
+  ASSERT_TRUE(block.Append("r", "1", Tag("r")));
+  EXPECT_EQ(FindIn(store, 4, "r"), "1");
+}
+
+TEST_F(BucketStoreTest, ACheckpointCopiesTheHeldBlocksToTheCache) {
+  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  PutInBlock(store, 2, "a", "1");
+  PutInBlock(store, 5, "b", "2");
+  store.RefreshFilters();
+  store.CacheHeld(kBuckets);
+  EXPECT_TRUE(store.Cached(2));
+  EXPECT_TRUE(store.Cached(5));
+  // Released buckets (at or past the count) are not cached.
+  PutInBlock(store, 7, "c", "3");
+  store.CacheHeld(7);
+  EXPECT_FALSE(store.Cached(7));
+}
+
+TEST_F(BucketStoreTest, WithNoCacheEveryReadGoesToTheDevice) {
+  BucketStore store(file_.get(), kBlock, 0, 0);
+  EXPECT_EQ(FindIn(store, 3, "k"), "");
+  EXPECT_EQ(FindIn(store, 3, "k"), "");
+  EXPECT_FALSE(store.Cached(3));
+  EXPECT_EQ(file_->stats().blocks_read, 2u);
+}
+
+TEST_F(BucketStoreTest, ResizeChangesTheBucketsTheFileHolds) {
+  BucketStore store(file_.get(), kBlock, 0, 0);
+  ASSERT_TRUE(store.Resize(kBuckets + 1).ok());
+  EXPECT_EQ(store.device().num_blocks(), kHeaderBlocks + kBuckets + 1);
+  // The file itself changes only at a checkpoint.
+  EXPECT_EQ(file_->num_blocks(), kHeaderBlocks + kBuckets);
+}
+
+}  // namespace
+}  // namespace roundtable::internal

@@ -1,0 +1,131 @@
+// WriteBuffer: buffered puts and their drain policy over a BucketTable,
+// against a std::map; buffered puts following their keys through
+// distributes; the memory bound.
+#include "engine/internal/write_buffer.h"
+
+#include <map>
+#include <random>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "tests/engine/internal/engine_parts.h"
+#include "gtest/gtest.h"
+
+namespace roundtable::internal {
+namespace {
+
+constexpr uint32_t kBlock = 512;
+
+// Every buffered put sits in the list of its key's bucket.
+void ExpectBuffersByBucket(EngineParts& parts) {
+  parts.buffer->records().ForEachList(
+      [&](uint64_t b, const Stash::List& list) {
+        for (const Stash::Entry& e : list) {
+          EXPECT_EQ(parts.table->BucketOf(e.hash), b);
+          EXPECT_EQ(parts.table->Hash(e.record.key()), e.hash);
+        }
+      });
+}
+
+TEST(WriteBufferTest, APutWaitsReadingNothingUntilItsBucketIsDrained) {
+  EngineParts parts(kBlock, 8, 0, /*buffer_bytes=*/1 << 20);
+  const io::IoStats before = parts.blocks->stats();
+  parts.buffer->Begin();
+  ASSERT_TRUE(parts.buffer->Put("a", "1").ok());
+  ASSERT_TRUE(parts.buffer->Put("a", "2").ok());  // replaced where it waits
+  ASSERT_TRUE(parts.buffer->Put("b", "3").ok());
+  parts.EndWrite();
+  EXPECT_EQ(parts.blocks->stats().blocks_read, before.blocks_read);
+  EXPECT_EQ(parts.buffer->records().records(), 2u);
+  EXPECT_EQ(parts.table->record_count(), 0u);
+  EXPECT_EQ(parts.Lookup("a"), "2");
+  while (!parts.buffer->empty()) ASSERT_TRUE(parts.buffer->DrainNext().ok());
+  EXPECT_EQ(parts.table->record_count(), 2u);
+  EXPECT_EQ(parts.Lookup("a"), "2");
+  EXPECT_EQ(parts.Lookup("b"), "3");
+  EXPECT_EQ(parts.buffer->drains(), parts.table->logical().put_writes);
+}
+
+TEST(WriteBufferTest, ADeleteDropsTheBufferedPutAndTheStoredRecord) {
+  EngineParts parts(kBlock, 8, 0, 1 << 20);
+  parts.buffer->Begin();
+  ASSERT_TRUE(parts.buffer->Put("k", "stored").ok());
+  while (!parts.buffer->empty()) ASSERT_TRUE(parts.buffer->DrainNext().ok());
+  ASSERT_TRUE(parts.buffer->Put("k", "buffered").ok());
+  EXPECT_EQ(parts.Lookup("k"), "buffered");
+  ASSERT_TRUE(parts.buffer->Delete("k").ok());
+  parts.EndWrite();
+  EXPECT_EQ(parts.Lookup("k"), std::nullopt);
+  EXPECT_TRUE(parts.buffer->empty());
+  EXPECT_EQ(parts.table->record_count(), 0u);
+}
+
+TEST(WriteBufferTest, WithNoBufferEveryPutGoesToItsBlock) {
+  EngineParts parts(kBlock, 8, 0, /*buffer_bytes=*/0);
+  parts.buffer->Begin();
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(parts.buffer->Put(absl::StrCat("k", i), "v").ok());
+  }
+  parts.EndWrite();
+  EXPECT_TRUE(parts.buffer->empty());
+  EXPECT_EQ(parts.table->record_count(), 20u);
+}
+
+TEST(WriteBufferTest, APutWhoseBlockIsHeldEditsItInPlace) {
+  EngineParts parts(kBlock, 8, 0, 1 << 20);
+  const std::string key = "k";
+  const uint64_t b = parts.table->BucketOf(parts.table->Hash(key));
+  ASSERT_TRUE(parts.store->Edit(b).ok());
+  parts.buffer->Begin();
+  ASSERT_TRUE(parts.buffer->Put(key, "v").ok());
+  parts.EndWrite();
+  EXPECT_TRUE(parts.buffer->empty());
+  EXPECT_EQ(parts.table->record_count(), 1u);
+}
+
+TEST(WriteBufferTest, StaysWithinItsMemoryAndMatchesAMapThroughDistributes) {
+  for (const uint64_t seed : {11, 12}) {
+    SCOPED_TRACE(absl::StrCat("seed ", seed));
+    std::mt19937_64 rng(seed);
+    const uint64_t limit = 4096;
+    // A held blocks' budget past the whole table lets cached blocks be
+    // edited in place.
+    EngineParts parts(kBlock, 2, 8 * kBlock, limit,
+                      /*held_limit=*/seed == 11 ? 0 : 1 << 20);
+    std::map<std::string, std::string> model;
+    for (int step = 0; step < 8000; ++step) {
+      parts.buffer->Begin();
+      // A write of one to three ops: mostly puts, then mostly deletes.
+      for (uint64_t n = 1 + rng() % 3; n > 0; --n) {
+        const std::string key = absl::StrCat("key", rng() % 600);
+        if (rng() % 10 < (step < 4000 ? 8u : 2u)) {
+          const std::string value(1 + rng() % 60, 'a' + rng() % 26);
+          ASSERT_TRUE(parts.buffer->Put(key, value).ok());
+          model[key] = value;
+        } else {
+          ASSERT_TRUE(parts.buffer->Delete(key).ok());
+          model.erase(key);
+        }
+      }
+      parts.EndWrite();
+      ASSERT_LE(parts.buffer->memory_bytes(), limit);
+      if (step % 50 == 49) parts.CheckpointBlocks();
+      if (step % 400 == 0) {
+        ExpectBuffersByBucket(parts);
+        for (const auto& [k, v] : model) ASSERT_EQ(parts.Lookup(k), v) << k;
+      }
+    }
+    const LogicalLedger l = parts.table->logical();
+    EXPECT_GT(l.grows, 0u);
+    EXPECT_GT(l.shrinks, 0u);
+    EXPECT_GT(parts.buffer->drains(), 0u);
+    EXPECT_GT(parts.buffer->distribute_drains(), 0u);
+    while (!parts.buffer->empty()) ASSERT_TRUE(parts.buffer->DrainNext().ok());
+    EXPECT_EQ(parts.table->record_count(), model.size());
+    for (const auto& [k, v] : model) ASSERT_EQ(parts.Lookup(k), v) << k;
+    EXPECT_TRUE(parts.error.ok());
+  }
+}
+
+}  // namespace
+}  // namespace roundtable::internal

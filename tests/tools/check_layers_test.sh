@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# tools/check_layers.py: the source tree passes, and crafted trees that
+# break each rule (a cycle, io/ including engine/, a part including the
+# table's header) fail, naming the fault.
+set -euo pipefail
+top=$1
+check="$top/tools/check_layers.py"
+python3 "$check" "$top"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+expect_fault() {  # tree, text the fault names
+  if out=$(python3 "$check" "$1"); then
+    echo "passed a tree with: $2"; exit 1
+  fi
+  grep -q "$2" <<<"$out" || { echo "fault not named: $2 (got: $out)"; exit 1; }
+}
+mkdir -p "$tmp/cycle/engine/internal" "$tmp/cycle/io"
+printf '#include "engine/internal/b.h"\n' >"$tmp/cycle/engine/internal/a.h"
+printf '#include "engine/internal/c.h"\n' >"$tmp/cycle/engine/internal/b.cc"
+printf '#include "engine/internal/a.h"\n' >"$tmp/cycle/engine/internal/c.h"
+touch "$tmp/cycle/engine/internal/b.h"
+expect_fault "$tmp/cycle" "cycle: engine/internal/a -> engine/internal/b -> engine/internal/c -> engine/internal/a"
+mkdir -p "$tmp/up/engine" "$tmp/up/io"
+touch "$tmp/up/engine/options.h"
+printf '#include "engine/options.h"\n' >"$tmp/up/io/device.h"
+expect_fault "$tmp/up" "io/ includes nothing of engine/"
+mkdir -p "$tmp/facade/engine/internal"
+touch "$tmp/facade/engine/table.h"
+printf '#include "engine/table.h"\n' >"$tmp/facade/engine/internal/part.cc"
+expect_fault "$tmp/facade" "the parts include engine/options.h"
+echo "check_layers: the tree passes and every crafted fault is found"
