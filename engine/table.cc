@@ -3,22 +3,15 @@
 // part that owns it (engine/internal/table_impl.h lists them).
 #include "engine/table.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "engine/internal/kill_points.h"
 #include "engine/internal/table_impl.h"
 #include "io/base/status_macros.h"
-#include "io/io_error.h"
 
 namespace roundtable {
 
@@ -500,93 +493,6 @@ absl::Status Table::Close() { return impl_->Close(); }
 TableStats Table::GetStats() const { return impl_->GetStats(); }
 absl::Status Table::Check() { return impl_->Check(); }
 size_t Table::max_record_bytes() const { return impl_->max_record_bytes(); }
-
-absl::StatusOr<Options> Table::ReadLayout(const std::string& path) {
-  if (access(internal::TablePath(path, internal::kBlocksFile).c_str(), F_OK) !=
-      0) {
-    return absl::NotFoundError(absl::StrCat("no table at ", path));
-  }
-  RT_ASSIGN_OR_RETURN(const Superblock sb,
-                      Impl::ReadSuperblock(path, io::Backend::kPosix));
-  RT_RETURN_IF_ERROR(Impl::CheckFormatVersion(path, sb));
-  Options o;
-  o.block_size = sb.block_size;
-  o.block_records = sb.block_records;
-  o.s0 = sb.s0;
-  o.epsilon = sb.epsilon;
-  o.hash_seed = sb.hash_seed;
-  return o;
-}
-
-absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
-                                                   const std::string& path) {
-  RT_RETURN_IF_ERROR(internal::CheckOptions(options));
-  // An in-memory table has no directory: it is always new.
-  const bool in_memory = options.backend == io::Backend::kMemory;
-  internal::TableLock table_lock;
-  bool exists = false;
-  if (!in_memory) {
-    struct stat st;
-    if (stat(path.c_str(), &st) == 0) {
-      if (!S_ISDIR(st.st_mode)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, " exists and is not a directory"));
-      }
-    } else if (errno != ENOENT) {
-      return io::FileError(errno, "stat", path);
-    } else if (!options.create_if_missing || options.read_only) {
-      return absl::NotFoundError(absl::StrCat("no table at ", path));
-    } else if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-      return io::FileError(errno, "mkdir", path);
-    }
-    // Before anything is read or changed: one writer, or readers.
-    RT_ASSIGN_OR_RETURN(table_lock, internal::TableLock::Acquire(
-                                        path, /*exclusive=*/!options.read_only));
-    exists = internal::FileExists(path, internal::kBlocksFile);
-  }
-  if (exists && options.error_if_exists) {
-    return absl::AlreadyExistsError(absl::StrCat("table ", path, " exists"));
-  }
-  if (!exists && (!options.create_if_missing || options.read_only)) {
-    return absl::NotFoundError(absl::StrCat("no table at ", path));
-  }
-  if (!in_memory && !exists) {
-    RT_RETURN_IF_ERROR(internal::PrepareNewTable(
-        path, internal::kHeaderBlocks + options.s0, options.block_size));
-  }
-
-  const internal::Layout given = internal::Layout::Of(options);
-  Superblock sb;
-  if (exists) {
-    RT_ASSIGN_OR_RETURN(sb, Impl::ReadSuperblock(path, options.backend));
-    RT_RETURN_IF_ERROR(Impl::CheckFormatVersion(path, sb));
-    RT_RETURN_IF_ERROR(internal::Layout::Of(sb).CheckSame(given, path));
-  } else {
-    given.SetIn(sb);
-    sb.num_buckets = options.s0;
-  }
-  RT_ASSIGN_OR_RETURN(internal::TableFiles files,
-                      internal::OpenTableFiles(path, options, exists));
-  std::optional<internal::Journal> journal;
-  if (exists) {
-    RT_ASSIGN_OR_RETURN(journal, Impl::PrepareRecovery(
-                                     path, files, options.read_only, &sb));
-  } else {
-    RT_RETURN_IF_ERROR(internal::FormatNewBlocks(*files.blocks, sb.num_buckets));
-  }
-  RT_ASSIGN_OR_RETURN(auto mapping,
-                      mapping::RoundMapping::Create(sb.s0, sb.num_buckets));
-  auto impl = std::make_unique<Impl>(options, path, sb, std::move(mapping),
-                                     std::move(files), std::move(table_lock));
-  if (exists) {
-    RT_RETURN_IF_ERROR(impl->Recover(journal));
-  } else {
-    RT_RETURN_IF_ERROR(impl->Format());
-    internal::KillPoint("create: formatted");
-    if (!in_memory) RT_RETURN_IF_ERROR(internal::PublishNewTable(path));
-  }
-  return std::unique_ptr<Table>(new Table(std::move(impl)));
-}
 
 uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes,
                      size_t value_bytes) {

@@ -166,11 +166,11 @@ class Table {
   // durability. FailedPrecondition on a read-only or closed table.
   absl::Status Flush();
 
-  // Writes the held blocks, the stash copy and the next superblock through
-  // the journal and in place, synced, then empties the log: what Open reads
-  // next needs no replay. (The checkpoints a write starts by itself leave
-  // the in-place sync to the next checkpoint, Sync or Close:
-  // docs/durability.md.)
+  // Writes the held blocks, the stash and write buffer copies and the next
+  // superblock through the journal and in place, synced, then empties the
+  // log: what Open reads next needs no replay. (The checkpoints a write
+  // starts by itself leave the in-place sync to the next checkpoint, Sync
+  // or Close: docs/durability.md.)
   absl::Status Checkpoint();
 
   // Compacts the stash copy, checkpoints, and releases the files. Later

@@ -1,12 +1,19 @@
-// Opening an existing table: the superblock, the journal of a checkpoint
+// Opening a table (Table::Open, Table::ReadLayout): a new one formatted
+// and published; an existing one's superblock, the journal of a checkpoint
 // cut short, and Table::Impl::Recover, which replays the stash and buffer
 // copies and the log (docs/durability.md, "Recovery").
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "engine/internal/kill_points.h"
 #include "engine/internal/table_impl.h"
 #include "io/base/status_macros.h"
+#include "io/io_error.h"
 
 namespace roundtable {
 
@@ -215,6 +222,93 @@ absl::Status Table::Impl::Recover(
                      std::chrono::steady_clock::now() - start)
                      .count();
   return absl::OkStatus();
+}
+
+absl::StatusOr<Options> Table::ReadLayout(const std::string& path) {
+  if (access(internal::TablePath(path, internal::kBlocksFile).c_str(), F_OK) !=
+      0) {
+    return absl::NotFoundError(absl::StrCat("no table at ", path));
+  }
+  RT_ASSIGN_OR_RETURN(const Superblock sb,
+                      Impl::ReadSuperblock(path, io::Backend::kPosix));
+  RT_RETURN_IF_ERROR(Impl::CheckFormatVersion(path, sb));
+  Options o;
+  o.block_size = sb.block_size;
+  o.block_records = sb.block_records;
+  o.s0 = sb.s0;
+  o.epsilon = sb.epsilon;
+  o.hash_seed = sb.hash_seed;
+  return o;
+}
+
+absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
+                                                   const std::string& path) {
+  RT_RETURN_IF_ERROR(internal::CheckOptions(options));
+  // An in-memory table has no directory: it is always new.
+  const bool in_memory = options.backend == io::Backend::kMemory;
+  internal::TableLock table_lock;
+  bool exists = false;
+  if (!in_memory) {
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, " exists and is not a directory"));
+      }
+    } else if (errno != ENOENT) {
+      return io::FileError(errno, "stat", path);
+    } else if (!options.create_if_missing || options.read_only) {
+      return absl::NotFoundError(absl::StrCat("no table at ", path));
+    } else if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+      return io::FileError(errno, "mkdir", path);
+    }
+    // Before anything is read or changed: one writer, or readers.
+    RT_ASSIGN_OR_RETURN(table_lock, internal::TableLock::Acquire(
+                                        path, /*exclusive=*/!options.read_only));
+    exists = internal::FileExists(path, internal::kBlocksFile);
+  }
+  if (exists && options.error_if_exists) {
+    return absl::AlreadyExistsError(absl::StrCat("table ", path, " exists"));
+  }
+  if (!exists && (!options.create_if_missing || options.read_only)) {
+    return absl::NotFoundError(absl::StrCat("no table at ", path));
+  }
+  if (!in_memory && !exists) {
+    RT_RETURN_IF_ERROR(internal::PrepareNewTable(
+        path, internal::kHeaderBlocks + options.s0, options.block_size));
+  }
+
+  const internal::Layout given = internal::Layout::Of(options);
+  Superblock sb;
+  if (exists) {
+    RT_ASSIGN_OR_RETURN(sb, Impl::ReadSuperblock(path, options.backend));
+    RT_RETURN_IF_ERROR(Impl::CheckFormatVersion(path, sb));
+    RT_RETURN_IF_ERROR(internal::Layout::Of(sb).CheckSame(given, path));
+  } else {
+    given.SetIn(sb);
+    sb.num_buckets = options.s0;
+  }
+  RT_ASSIGN_OR_RETURN(internal::TableFiles files,
+                      internal::OpenTableFiles(path, options, exists));
+  std::optional<internal::Journal> journal;
+  if (exists) {
+    RT_ASSIGN_OR_RETURN(journal, Impl::PrepareRecovery(
+                                     path, files, options.read_only, &sb));
+  } else {
+    RT_RETURN_IF_ERROR(internal::FormatNewBlocks(*files.blocks, sb.num_buckets));
+  }
+  RT_ASSIGN_OR_RETURN(auto mapping,
+                      mapping::RoundMapping::Create(sb.s0, sb.num_buckets));
+  auto impl = std::make_unique<Impl>(options, path, sb, std::move(mapping),
+                                     std::move(files), std::move(table_lock));
+  if (exists) {
+    RT_RETURN_IF_ERROR(impl->Recover(journal));
+  } else {
+    RT_RETURN_IF_ERROR(impl->Format());
+    internal::KillPoint("create: formatted");
+    if (!in_memory) RT_RETURN_IF_ERROR(internal::PublishNewTable(path));
+  }
+  return std::unique_ptr<Table>(new Table(std::move(impl)));
 }
 
 }  // namespace roundtable

@@ -1,6 +1,8 @@
 // Converting an errno value into absl::Status at the edge of the io layer,
 // with the operation, path, offset and length in the message. Only the
 // backends see errno or a completion's result.
+//
+// Thread-safety: pure functions.
 #ifndef ROUNDTABLE_IO_IO_ERROR_H_
 #define ROUNDTABLE_IO_IO_ERROR_H_
 

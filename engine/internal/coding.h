@@ -1,5 +1,7 @@
 // Little-endian fixed-width integers and LEB128 varints, the encodings of
 // every on-disk structure (docs/format.md).
+//
+// Thread-safety: pure functions.
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_CODING_H_
 #define ROUNDTABLE_ENGINE_INTERNAL_CODING_H_
 

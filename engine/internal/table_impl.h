@@ -15,8 +15,11 @@
 // write waits for its sync after releasing mu_ (group commit), and the
 // checkpoint's thread takes only the log-file mutex.
 //
+// Thread-safety: any number of threads, under the locks above; Table's
+// contract (engine/table.h).
+//
 // Its methods live in table.cc (reads, writes, checkpoints, Close),
-// table_recovery.cc (opening an existing table) and table_check.cc.
+// table_recovery.cc (opening a table) and table_check.cc.
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_TABLE_IMPL_H_
 #define ROUNDTABLE_ENGINE_INTERNAL_TABLE_IMPL_H_
 

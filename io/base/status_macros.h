@@ -2,6 +2,8 @@
 //
 //   RT_RETURN_IF_ERROR(device.Sync());
 //   RT_ASSIGN_OR_RETURN(auto device, OpenBlockDevice(path, options));
+//
+// Thread-safety: macros over values.
 #ifndef ROUNDTABLE_IO_BASE_STATUS_MACROS_H_
 #define ROUNDTABLE_IO_BASE_STATUS_MACROS_H_
 
