@@ -23,25 +23,21 @@ BucketStore::BucketStore(io::BlockDevice* file, uint32_t block_size,
   });
 }
 
-absl::StatusOr<bool> BucketStore::Find(uint64_t b, std::string_view key,
-                                       uint16_t tag, std::string* value) {
-  bool found = false;
-  auto find = [&](std::span<const std::byte> bytes) {
-    const EncodedBlock block(bytes);
-    if (auto f = block.Find(key, tag)) {
-      value->assign(f->value);
-      found = true;
-    }
-  };
-  if (cache_.VisitTagged(b, tag, find)) return found;
-  if (const std::byte* held = FindHeld(b)) {
-    if (HeldMayContain(b, tag)) find({held, block_size_});
-    return found;
-  }
+bool BucketStore::FindIn(std::span<const std::byte> bytes,
+                         std::string_view key, uint16_t tag,
+                         std::string* value) {
+  const auto f = EncodedBlock(bytes).Find(key, tag);
+  if (f) value->assign(f->value);
+  return f.has_value();
+}
+
+absl::StatusOr<bool> BucketStore::FindOnDevice(uint64_t b,
+                                               std::string_view key,
+                                               uint16_t tag,
+                                               std::string* value) {
   io::AlignedBuffer buffer(block_size_);
   RT_RETURN_IF_ERROR(LoadFromDevice(b, buffer.span()));
-  find(buffer.span());
-  return found;
+  return FindIn(buffer.span(), key, tag, value);
 }
 
 absl::Status BucketStore::Load(uint64_t b, std::span<std::byte> out) {
@@ -69,12 +65,6 @@ absl::Status BucketStore::ReadBlocks(std::span<const uint64_t> buckets,
     cache_.Insert(missed[r], reads[r].buffer);
   }
   return absl::OkStatus();
-}
-
-std::byte* BucketStore::FindHeld(uint64_t b) {
-  std::byte* held = blocks_->Held(b + kHeaderBlocks);
-  if (held != nullptr) held_hits_.fetch_add(1, std::memory_order_relaxed);
-  return held;
 }
 
 // A block held since the last checkpoint was made here and is sealed only

@@ -50,7 +50,18 @@ class BucketStore {
   // lies, with no copy, unless its tag filter rules the key out; otherwise
   // the block is read from the device (one read), verified and cached.
   absl::StatusOr<bool> Find(uint64_t b, std::string_view key, uint16_t tag,
-                            std::string* value);
+                            std::string* value) {
+    bool found = false;
+    auto find = [&](std::span<const std::byte> bytes) {
+      found = FindIn(bytes, key, tag, value);
+    };
+    if (cache_.VisitTagged(b, tag, find)) return found;
+    if (const std::byte* held = FindHeld(b)) {
+      if (HeldMayContain(b, tag)) find({held, block_size_});
+      return found;
+    }
+    return FindOnDevice(b, key, tag, value);
+  }
   // Bucket b's block into `out`: from the cache, or held, or from the
   // device (then verified and cached).
   absl::Status Load(uint64_t b, std::span<std::byte> out);
@@ -111,7 +122,18 @@ class BucketStore {
     return EncodedBlock(bytes, block_records_);
   }
   // Bucket b's held block (a read it answers counts in held_hits), or null.
-  std::byte* FindHeld(uint64_t b);
+  std::byte* FindHeld(uint64_t b) {
+    std::byte* held = blocks_->Held(b + kHeaderBlocks);
+    if (held != nullptr) held_hits_.fetch_add(1, std::memory_order_relaxed);
+    return held;
+  }
+  // Whether the block `bytes` holds `key` (whose tag is `tag`): then its
+  // value is assigned to *value.
+  static bool FindIn(std::span<const std::byte> bytes, std::string_view key,
+                     uint16_t tag, std::string* value);
+  // Find's read of a block that is neither cached nor held.
+  absl::StatusOr<bool> FindOnDevice(uint64_t b, std::string_view key,
+                                    uint16_t tag, std::string* value);
   // Held, or read from the device, verified and cached.
   absl::Status LoadFromDevice(uint64_t b, std::span<std::byte> out);
   // Lists bucket b among the blocks whose filters RefreshFilters makes,

@@ -150,11 +150,11 @@ absl::Status BucketTable::RefillFromStash(EncodedBlock& block, uint64_t b) {
 
 absl::StatusOr<std::span<io::AlignedBuffer>> BucketTable::LoadBlocks(
     std::span<const uint64_t> buckets) {
-  while (step_in_.size() < buckets.size()) {
-    step_in_.emplace_back(layout_.block_size, 4096, /*zeroed=*/false);
+  while (source_blocks_.size() < buckets.size()) {
+    source_blocks_.emplace_back(layout_.block_size, 4096, /*zeroed=*/false);
   }
   std::span<io::AlignedBuffer> bytes =
-      std::span<io::AlignedBuffer>(step_in_).first(buckets.size());
+      std::span<io::AlignedBuffer>(source_blocks_).first(buckets.size());
   RT_RETURN_IF_ERROR(store_->ReadBlocks(buckets, bytes));
   return bytes;
 }
@@ -194,8 +194,8 @@ absl::Status BucketTable::Distribute(std::span<const uint64_t> sources,
                                      std::span<const uint64_t> rebuilt) {
   // Each rebuilt block is made where it is held (the sources were read
   // into `bytes` before): the edit is the write, as in BucketStore::Edit.
-  auto& slot = step_slot_;  // bucket -> index in blocks
-  auto& blocks = step_blocks_;
+  auto& slot = rebuilt_index_;  // bucket -> index in blocks
+  auto& blocks = rebuilt_blocks_;
   slot.clear();
   blocks.clear();
   for (size_t i = 0; i < rebuilt.size(); ++i) {
@@ -205,7 +205,7 @@ absl::Status BucketTable::Distribute(std::span<const uint64_t> sources,
   if (observer_ != nullptr) observer_->OnDistribute(mapping_, sources, rebuilt);
   // Records leaving the stash are logged as removals, records entering it
   // as puts; a record that stays in the stash needs no entry.
-  auto& from_stash = step_stash_;
+  auto& from_stash = taken_from_stash_;
   from_stash.clear();
   for (const uint64_t b : sources) {
     for (Stash::Entry& e : stash_.Take(b)) from_stash.push_back(std::move(e));

@@ -112,7 +112,7 @@ class BucketTable {
   absl::Status Distribute(std::span<const uint64_t> sources,
                           std::span<io::AlignedBuffer> bytes,
                           std::span<const uint64_t> rebuilt);
-  // Reads the blocks of `buckets` into the first of step_in_.
+  // Reads the blocks of `buckets` into the first of source_blocks_.
   absl::StatusOr<std::span<io::AlignedBuffer>> LoadBlocks(
       std::span<const uint64_t> buckets);
   // Adds a record to bucket b's stash list (its block is full).
@@ -134,10 +134,10 @@ class BucketTable {
   // 2 s0 blocks; allocating and zeroing them anew cost as much as moving
   // the records): the source blocks read, the rebuilt blocks, each
   // bucket's index among them, and the records taken from the stash.
-  std::vector<io::AlignedBuffer> step_in_;
-  std::vector<EncodedBlock> step_blocks_;
-  absl::flat_hash_map<uint64_t, size_t> step_slot_;
-  std::vector<Stash::Entry> step_stash_;
+  std::vector<io::AlignedBuffer> source_blocks_;
+  std::vector<EncodedBlock> rebuilt_blocks_;
+  absl::flat_hash_map<uint64_t, size_t> rebuilt_index_;
+  std::vector<Stash::Entry> taken_from_stash_;
 };
 
 }  // namespace roundtable::internal
