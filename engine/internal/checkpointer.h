@@ -61,8 +61,6 @@ class Checkpointer {
 
   // The superblock of the last checkpoint (pending or not).
   const Superblock& superblock() const { return sb_; }
-  // The superblock a recovery laid in place (a journal's).
-  void set_superblock(const Superblock& sb) { sb_ = sb; }
 
   // Whether a checkpoint is due after a write that left `log_bytes` in the
   // log: when the log passes checkpoint_bytes or the held blocks

@@ -12,7 +12,6 @@ LoggedStash::LoggedStash(io::BlockDevice* file, uint64_t epoch,
                          std::string_view what)
     : device_(std::make_unique<DeferredDevice>(file)),
       copy_(device_.get(), epoch, blocks),
-      name_(name),
       what_(what),
       rewritten_point_(std::string(name) + ": copy rewritten") {}
 

@@ -117,7 +117,6 @@ class LoggedStash {
   std::unique_ptr<DeferredDevice> device_;
   StashLog copy_;
   Stash stash_;
-  const std::string name_;
   const std::string what_;
   const std::string rewritten_point_;  // "<name>: copy rewritten"
 };

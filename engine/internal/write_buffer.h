@@ -34,6 +34,8 @@ class WriteBuffer final : public DistributeObserver {
   // What a buffered record costs in memory besides its encoded bytes: its
   // entry (with its key hash) and its bucket in the buffer's hash map.
   static constexpr size_t kRecordOverhead = 32;
+  static_assert(sizeof(Stash::Entry) + sizeof(uint64_t) == kRecordOverhead,
+                "Options::write_buffer_bytes and docs/table.md say 32");
 
   // A buffer of at most `limit_bytes` (0: none, every put goes to its
   // block) over `table` and `store`, with its copy in `file` as of `sb`.
