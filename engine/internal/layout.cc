@@ -1,6 +1,5 @@
 #include "engine/internal/layout.h"
 
-#include <cmath>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -31,16 +30,6 @@ absl::Status CheckOptions(const Options& o) {
         absl::StrCat("epsilon = ", o.epsilon, " is outside (0, 0.5]"));
   }
   return absl::OkStatus();
-}
-
-uint64_t Layout::NeededBuckets(uint64_t bytes, uint64_t records) const {
-  auto needed = [&](uint64_t amount, double per_block) {
-    return static_cast<uint64_t>(std::ceil(static_cast<double>(amount) /
-                                           ((1.0 - epsilon) * per_block)));
-  };
-  const uint64_t by_bytes = needed(bytes, static_cast<double>(payload()));
-  if (block_records == 0) return by_bytes;
-  return std::max(by_bytes, needed(records, block_records));
 }
 
 absl::Status Layout::CheckRecord(std::string_view key,

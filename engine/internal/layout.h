@@ -15,6 +15,8 @@
 #endif
 #include <xxhash.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -63,8 +65,17 @@ struct Layout {
   size_t max_record() const { return MaxRecord(block_size); }
 
   // Blocks needed to hold `records` records of `bytes` bytes at
-  // (1 - epsilon) of their record space and of their record limit.
-  uint64_t NeededBuckets(uint64_t bytes, uint64_t records) const;
+  // (1 - epsilon) of their record space and of their record limit. (Every
+  // put asks: inline.)
+  uint64_t NeededBuckets(uint64_t bytes, uint64_t records) const {
+    auto needed = [&](uint64_t amount, double per_block) {
+      return static_cast<uint64_t>(std::ceil(static_cast<double>(amount) /
+                                             ((1.0 - epsilon) * per_block)));
+    };
+    const uint64_t by_bytes = needed(bytes, static_cast<double>(payload()));
+    if (block_records == 0) return by_bytes;
+    return std::max(by_bytes, needed(records, block_records));
+  }
 
   // InvalidArgument, naming the sizes and a block size that would take
   // it, when the record of `key` and `value` is larger than max_record().

@@ -1,5 +1,7 @@
 #include "engine/internal/log_record.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "engine/internal/coding.h"
 
@@ -8,19 +10,25 @@ namespace {
 
 constexpr char kLogPut = 1, kLogDelete = 2;
 
-void AppendVarint(std::string* out, uint64_t v) {
-  char varint[10];
-  out->append(varint, internal::PutVarint(varint, v) - varint);
+// The bytes of `op` in a record.
+size_t OpBytes(const Op& op) {
+  size_t n = 1 + VarintLength(op.key.size()) + op.key.size();
+  if (op.put) n += VarintLength(op.value.size()) + op.value.size();
+  return n;
 }
 
-void AppendOpBody(std::string* out, const Op& op) {
-  out->push_back(op.put ? kLogPut : kLogDelete);
-  AppendVarint(out, op.key.size());
-  out->append(op.key);
+// Writes `op` at p and returns the byte after it.
+char* PutOp(char* p, const Op& op) {
+  *p++ = op.put ? kLogPut : kLogDelete;
+  p = PutVarint(p, op.key.size());
+  std::memcpy(p, op.key.data(), op.key.size());
+  p += op.key.size();
   if (op.put) {
-    AppendVarint(out, op.value.size());
-    out->append(op.value);
+    p = PutVarint(p, op.value.size());
+    std::memcpy(p, op.value.data(), op.value.size());
+    p += op.value.size();
   }
+  return p;
 }
 
 }  // namespace
@@ -36,13 +44,19 @@ void AppendOp(std::string* rep, const Op& op) {
   const size_t new_len = VarintLength(count + 1);
   if (new_len > old_len) rep->insert(0, new_len - old_len, '\0');
   PutVarint(rep->data(), count + 1);
-  AppendOpBody(rep, op);
+  const size_t at = rep->size();
+  rep->resize(at + OpBytes(op));
+  PutOp(rep->data() + at, op);
 }
 
 void EncodeOps(std::span<const Op> ops, std::string* out) {
-  out->clear();
-  AppendVarint(out, ops.size());
-  for (const Op& op : ops) AppendOpBody(out, op);
+  // Sized first and written in place: one resize of a string whose
+  // capacity the last write left, no append per field.
+  size_t size = VarintLength(ops.size());
+  for (const Op& op : ops) size += OpBytes(op);
+  out->resize(size);
+  char* p = PutVarint(out->data(), ops.size());
+  for (const Op& op : ops) p = PutOp(p, op);
 }
 
 absl::StatusOr<std::vector<Op>> DecodeOps(std::string_view record,
