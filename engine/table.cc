@@ -86,7 +86,6 @@ Record* Table::Impl::FindInMemory(uint64_t b, std::string_view key,
 }
 
 void Table::Impl::PrefetchBucket(uint64_t b) {
-  // Past the held blocks' budget most puts join the write buffer.
   buffer_.Prefetch(b);
   table_.stash().Prefetch(b, /*list=*/false);
   store_.Prefetch(b);
@@ -301,7 +300,6 @@ TableStats Table::Impl::GetStats() const {
   ReaderMutexLock lock(&mu_);
   // The physical ledgers count the last checkpoint's writes.
   checkpointer_.WaitWrites();
-  const internal::Superblock& sb = checkpointer_.superblock();
   const uint64_t m = table_.num_buckets();
   TableStats st;
   st.buckets = m;
@@ -311,10 +309,10 @@ TableStats Table::Impl::GetStats() const {
   st.buffered_records = buffer_.records().records();
   st.buffered_bytes = buffer_.records().bytes();
   st.data_bytes = table_.data_bytes();
-  st.block_size = sb.block_size;
-  st.block_records = sb.block_records;
-  st.s0 = sb.s0;
-  st.epsilon = sb.epsilon;
+  st.block_size = layout_.block_size;
+  st.block_records = layout_.block_records;
+  st.s0 = layout_.s0;
+  st.epsilon = layout_.epsilon;
   st.utilization = static_cast<double>(st.data_bytes) /
                    (static_cast<double>(layout_.payload()) * m);
   if (layout_.block_records != 0) {

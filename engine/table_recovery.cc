@@ -233,11 +233,7 @@ absl::StatusOr<Options> Table::ReadLayout(const std::string& path) {
                       Impl::ReadSuperblock(path, io::Backend::kPosix));
   RT_RETURN_IF_ERROR(Impl::CheckFormatVersion(path, sb));
   Options o;
-  o.block_size = sb.block_size;
-  o.block_records = sb.block_records;
-  o.s0 = sb.s0;
-  o.epsilon = sb.epsilon;
-  o.hash_seed = sb.hash_seed;
+  internal::Layout::Of(sb).SetIn(o);
   return o;
 }
 

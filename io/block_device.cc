@@ -1,10 +1,8 @@
 #include "io/block_device.h"
 
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "io/base/status_macros.h"

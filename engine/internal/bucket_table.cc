@@ -97,16 +97,13 @@ absl::Status BucketTable::Put(std::string_view key, std::string_view value,
 absl::Status BucketTable::Delete(std::string_view key, uint64_t h) {
   const uint64_t b = mapping_.FindBucket(h);
   if (stash_.Find(b, key, h) != nullptr) {
-    absl::Status s = [&]() -> absl::Status {
-      RT_ASSIGN_OR_RETURN(const std::optional<size_t> removed,
-                          stash_.Remove(b, key));
-      if (removed) {
-        data_bytes_ -= *removed;
-        --record_count_;
-      }
-      return stash_.MaybeCompact();
-    }();
-    return error_->Note(std::move(s));
+    const absl::StatusOr<std::optional<size_t>> removed = stash_.Remove(b, key);
+    RT_RETURN_IF_ERROR(error_->Note(removed.status()));
+    if (*removed) {
+      data_bytes_ -= **removed;
+      --record_count_;
+    }
+    return error_->Note(stash_.MaybeCompact());
   }
   bool fresh = false;
   RT_ASSIGN_OR_RETURN(EncodedBlock block, store_->Edit(b, &fresh));

@@ -51,11 +51,19 @@ struct Layout {
   double epsilon = 0;
   uint64_t hash_seed = 0;
 
-  static Layout Of(const Superblock& sb) {
-    return {sb.block_size, sb.block_records, sb.s0, sb.epsilon, sb.hash_seed};
+  // The layout fields of a Superblock or of Options (the same names).
+  template <typename Fields>
+  static Layout Of(const Fields& f) {
+    return {f.block_size, f.block_records, f.s0, f.epsilon, f.hash_seed};
   }
-  static Layout Of(const Options& o) {
-    return {o.block_size, o.block_records, o.s0, o.epsilon, o.hash_seed};
+  // Stores the layout's fields in a Superblock or Options.
+  template <typename Fields>
+  void SetIn(Fields& f) const {
+    f.block_size = block_size;
+    f.block_records = block_records;
+    f.s0 = s0;
+    f.epsilon = epsilon;
+    f.hash_seed = hash_seed;
   }
 
   uint64_t Hash(std::string_view key) const {
@@ -81,14 +89,6 @@ struct Layout {
   // it, when the record of `key` and `value` is larger than max_record().
   absl::Status CheckRecord(std::string_view key, std::string_view value) const;
 
-  // Stores the layout's fields in `sb`.
-  void SetIn(Superblock& sb) const {
-    sb.block_size = block_size;
-    sb.block_records = block_records;
-    sb.s0 = s0;
-    sb.epsilon = epsilon;
-    sb.hash_seed = hash_seed;
-  }
   // InvalidArgument naming the first field in which `given` differs from
   // this (the stored) layout of the table at `path`.
   absl::Status CheckSame(const Layout& given, const std::string& path) const;

@@ -142,6 +142,8 @@ class Table::Impl {
   internal::TableLock table_lock_;
   const Options options_;
   const std::string path_;
+  // The table's layout (BucketTable keeps its own copy), read without mu_:
+  // a write checks its records before it takes the lock.
   const internal::Layout layout_;
   const bool in_memory_;  // Options::backend is kMemory: no log
   internal::TableFiles files_;

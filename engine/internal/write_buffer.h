@@ -74,6 +74,8 @@ class WriteBuffer final : public DistributeObserver {
     return buffer_.Find(b, key, h);
   }
   const Stash::List* ListOf(uint64_t b) const { return buffer_.ListOf(b); }
+  // Starts loading bucket b's filter and, with a buffer (past the held
+  // blocks' budget most puts join it), where its list is.
   void Prefetch(uint64_t b) const { buffer_.Prefetch(b, limit_ > 0); }
   bool empty() const { return buffer_.empty(); }
   // The buffered puts and their copy.

@@ -1,7 +1,6 @@
 #include "engine/mapping/placement.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <numeric>
