@@ -147,6 +147,13 @@ struct TableStats {
   // Blocks of the block file, the stash copy and the write buffer's copy
   // written since the last checkpoint, held in memory until the next.
   uint64_t held_blocks = 0;
+  // Values stored out of line (docs/table.md, "Values of any size"): how
+  // many and their bytes; the value file's bytes, and of those the ones
+  // free (reusable, or once the next checkpoint is durable).
+  uint64_t value_count = 0;
+  uint64_t value_bytes = 0;
+  uint64_t value_file_bytes = 0;
+  uint64_t value_free_bytes = 0;
   uint64_t wal_bytes = 0;  // records in the write-ahead log
   uint64_t checkpoints = 0;
   // What Open found after a crash: log records replayed, whether a
@@ -159,6 +166,8 @@ struct TableStats {
   io::IoStats physical_wal;      // the write-ahead log (both its files)
   io::IoStats physical_journal;  // the checkpoint journal
   io::IoStats physical_buffer;   // the write buffer's copy
+  io::IoStats physical_values;   // the value file
+  io::IoStats physical_spacemap; // the value file's space map
 };
 
 }  // namespace roundtable

@@ -52,19 +52,24 @@ Table::Impl::Impl(const Options& options, std::string path,
       files_(std::move(files)),
       store_(files_.blocks.get(), sb.block_size, sb.block_records,
              options.block_cache_bytes),
-      table_(sb, std::move(mapping), &store_, files_.stash.get(), &error_),
+      values_(files_.values.get(), files_.spacemap.get(), sb),
+      table_(sb, std::move(mapping), &store_, files_.stash.get(), &values_,
+             &error_),
       // A table in memory has no block to save a read of.
       buffer_(in_memory_ ? 0 : options.write_buffer_bytes, HeldLimit(options),
               sb, files_.buffer.get(), &table_, &store_, &error_),
-      log_({files_.wal[0].get(), files_.wal[1].get()}),
+      log_({files_.wal[0].get(), files_.wal[1].get()},
+           [this] { return values_.SyncWritten(); }),
       checkpointer_(
           {{{internal::kBlocksFileId, files_.blocks.get(), &store_.device()},
             {internal::kStashFileId, files_.stash.get(),
              &table_.stash().device()},
             {internal::kBufferFileId, files_.buffer.get(),
-             &buffer_.records().device()}}},
+             &buffer_.records().device()},
+            {internal::kSpaceMapFileId, files_.spacemap.get(),
+             &values_.map().device()}}},
           files_.journal.get(), sb, options.checkpoint_bytes,
-          HeldLimit(options)) {}
+          HeldLimit(options), [this] { return values_.SyncWritten(); }) {}
 
 absl::Status Table::Impl::CheckOpen() const {
   if (closed_) return absl::FailedPreconditionError("table is closed");
@@ -97,14 +102,23 @@ absl::Status Table::Impl::Get(std::string_view key, std::string* value) {
   const uint64_t h = layout_.Hash(key);
   const uint64_t b = table_.BucketOf(h);
   if (const Record* r = FindInMemory(b, key, h)) {
-    value->assign(r->value());
-    return absl::OkStatus();
+    return Resolve(r->value(), b, value);
   }
   table_.CountGetReads(1);
   RT_ASSIGN_OR_RETURN(const bool found,
                       store_.Find(b, key, internal::TagOf(h), value));
   if (!found) return absl::NotFoundError("key not found");
+  if (internal::IsReference(*value)) return Resolve(*value, b, value);
   return absl::OkStatus();
+}
+
+absl::Status Table::Impl::Resolve(std::string_view stored, uint64_t b,
+                                  std::string* out) {
+  if (!internal::IsReference(stored)) {
+    out->assign(stored);
+    return absl::OkStatus();
+  }
+  return values_.Read(internal::DecodeReference(stored), b, out);
 }
 
 std::vector<absl::StatusOr<std::string>> Table::Impl::MultiGet(
@@ -126,7 +140,7 @@ std::vector<absl::StatusOr<std::string>> Table::Impl::MultiGet(
     hash_of[i] = layout_.Hash(keys[i]);
     const uint64_t b = table_.BucketOf(hash_of[i]);
     if (const Record* r = FindInMemory(b, keys[i], hash_of[i])) {
-      out[i] = r->value();
+      out[i] = std::string(r->value());
       continue;
     }
     auto [it, added] = slot.emplace(b, buffers.size());
@@ -148,6 +162,20 @@ std::vector<absl::StatusOr<std::string>> Table::Impl::MultiGet(
     const internal::EncodedBlock block(buffers[buffer_of[i]].span());
     auto found = block.Find(keys[i], internal::TagOf(hash_of[i]));
     if (found) out[i] = std::string(found->value);
+  }
+  // The out-of-line values, all read in one batch.
+  std::vector<internal::ValueStore::ReadTarget> targets;
+  std::vector<size_t> target_of;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!out[i].ok() || !internal::IsReference(*out[i])) continue;
+    targets.push_back({internal::DecodeReference(*out[i]),
+                       table_.BucketOf(hash_of[i]), &*out[i], {}});
+    target_of.push_back(i);
+  }
+  if (targets.empty()) return out;
+  values_.Read(targets).IgnoreError();  // each target has its status
+  for (size_t t = 0; t < targets.size(); ++t) {
+    if (!targets[t].status.ok()) out[target_of[t]] = targets[t].status;
   }
   return out;
 }
@@ -184,37 +212,88 @@ absl::Status Table::Impl::BucketRecords(uint64_t b, std::vector<Record>* out,
 absl::Status Table::Impl::Write(std::span<const Op> ops,
                                 std::optional<std::string_view> record,
                                 const WriteOptions& w) {
+  bool out_of_line = false;
   for (const Op& op : ops) {
-    if (op.put) RT_RETURN_IF_ERROR(layout_.CheckRecord(op.key, op.value));
+    if (!op.put || layout_.FitsInline(op.key, op.value)) continue;
+    RT_RETURN_IF_ERROR(layout_.CheckOutOfLine(op.key, op.value));
+    out_of_line = true;
   }
   uint64_t seq = 0;
+  if (!out_of_line) {
+    MutexLock lock(&mu_);
+    RT_RETURN_IF_ERROR(WriteLocked(ops, record, &seq));
+  } else {
+    std::vector<Op> stored;
+    std::vector<std::string> refs;
+    std::vector<internal::Extent> reserved;
+    absl::Status s = WriteValues(ops, &stored, &refs, &reserved);
+    MutexLock lock(&mu_);
+    if (s.ok()) s = WriteLocked(stored, std::nullopt, &seq);
+    // The applied write's Claim took its extents; the rest are free again.
+    for (const internal::Extent& e : reserved) values_.Unreserve(e);
+    RT_RETURN_IF_ERROR(s);
+  }
+  return w.sync && !in_memory_ ? SyncThrough(seq) : absl::OkStatus();
+}
+
+absl::Status Table::Impl::WriteValues(std::span<const Op> ops,
+                                      std::vector<Op>* stored,
+                                      std::vector<std::string>* refs,
+                                      std::vector<internal::Extent>* reserved) {
   {
     MutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckWritable());
-    // What the first ops will look up about their buckets (the write
-    // buffer's and the stash's filters, the write buffer's list, whether
-    // the block is held or cached: each a cache miss in a large table)
-    // loads while the write is logged.
-    for (size_t i = 0; i < std::min<size_t>(ops.size(), 4); ++i) {
-      PrefetchBucket(table_.BucketOf(layout_.Hash(ops[i].key)));
+    // What the last durable checkpoint no longer refers to may be reused.
+    values_.map().Reclaim(checkpointer_.durable_sequence());
+    for (const Op& op : ops) {
+      if (!op.put || layout_.FitsInline(op.key, op.value)) continue;
+      RT_ASSIGN_OR_RETURN(const internal::Extent e,
+                          values_.Reserve(op.value.size()));
+      reserved->push_back(e);
     }
-    // An in-memory table keeps no log: nothing of it outlives the
-    // process.
-    if (!in_memory_) {
-      auto logged = record ? log_.Append(*record) : log_.Append(ops);
-      RT_RETURN_IF_ERROR(error_.Note(logged.status()));
-      seq = *logged;
-    }
-    RT_RETURN_IF_ERROR(Apply(ops));
-    RT_RETURN_IF_ERROR(MaybeCheckpoint());
-    RT_RETURN_IF_ERROR(Paranoid());
   }
-  return w.sync && !in_memory_ ? SyncThrough(seq) : absl::OkStatus();
+  // The bytes, outside the lock: reads and other writes go on meanwhile.
+  refs->reserve(reserved->size());
+  stored->assign(ops.begin(), ops.end());
+  size_t next = 0;
+  for (Op& op : *stored) {
+    if (!op.put || layout_.FitsInline(op.key, op.value)) continue;
+    RT_ASSIGN_OR_RETURN(std::string ref,
+                        values_.Write((*reserved)[next++], op.value));
+    refs->push_back(std::move(ref));
+    op.value = refs->back();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Table::Impl::WriteLocked(std::span<const Op> ops,
+                                      std::optional<std::string_view> record,
+                                      uint64_t* seq) {
+  RT_RETURN_IF_ERROR(CheckWritable());
+  // What the first ops will look up about their buckets (the write
+  // buffer's and the stash's filters, the write buffer's list, whether
+  // the block is held or cached: each a cache miss in a large table)
+  // loads while the write is logged.
+  for (size_t i = 0; i < std::min<size_t>(ops.size(), 4); ++i) {
+    PrefetchBucket(table_.BucketOf(layout_.Hash(ops[i].key)));
+  }
+  // An in-memory table keeps no log: nothing of it outlives the process.
+  if (!in_memory_) {
+    auto logged = record ? log_.Append(*record) : log_.Append(ops);
+    RT_RETURN_IF_ERROR(error_.Note(logged.status()));
+    *seq = *logged;
+  }
+  RT_RETURN_IF_ERROR(Apply(ops));
+  RT_RETURN_IF_ERROR(MaybeCheckpoint());
+  return Paranoid();
 }
 
 absl::Status Table::Impl::Apply(std::span<const Op> ops) {
   buffer_.Begin();
   for (const Op& op : ops) {
+    if (op.put && internal::IsReference(op.value)) {
+      RT_RETURN_IF_ERROR(error_.Note(values_.Claim(op.value)));
+    }
     RT_RETURN_IF_ERROR(op.put ? buffer_.Put(op.key, op.value)
                               : buffer_.Delete(op.key));
   }
@@ -328,6 +407,10 @@ TableStats Table::Impl::GetStats() const {
   st.held_hits = store_.held_hits();
   st.cache_misses = store_.cache_misses();
   if (files_.blocks) st.held_blocks = checkpointer_.held_blocks();
+  st.value_count = values_.count();
+  st.value_bytes = values_.bytes();
+  st.value_file_bytes = values_.map().units() * layout_.block_size;
+  st.value_free_bytes = values_.map().free_units() * layout_.block_size;
   st.wal_bytes = log_.bytes();
   st.checkpoints = checkpointer_.count();
   st.recovered_records = recovered_records_;
@@ -339,12 +422,15 @@ TableStats Table::Impl::GetStats() const {
     st.physical_wal = Sum(files_.wal[0]->stats(), files_.wal[1]->stats());
     st.physical_journal = files_.journal->stats();
     st.physical_buffer = files_.buffer->stats();
+    st.physical_values = files_.values->stats();
+    st.physical_spacemap = files_.spacemap->stats();
   }
   return st;
 }
 
 absl::Status Table::Impl::MaybeCheckpoint() {
-  absl::StatusOr<bool> due = checkpointer_.Due(log_.bytes());
+  absl::StatusOr<bool> due =
+      checkpointer_.Due(log_.bytes() + values_.applied_bytes());
   RT_RETURN_IF_ERROR(error_.Note(due.status()));
   if (!*due) return absl::OkStatus();
   return error_.Note(CheckpointLocked(/*complete=*/false));
@@ -365,6 +451,11 @@ absl::Status Table::Impl::CheckpointLocked(bool complete) {
   next.buffer_epoch = buffer_.records().epoch();
   next.buffer_blocks = buffer_.records().blocks();
   next.wal_seq = log_.applied_seq();
+  values_.Stage();
+  next.value_units = values_.map().units();
+  next.value_count = values_.count();
+  next.value_bytes = values_.bytes();
+  next.format_version = internal::kFormatVersion;
   ++next.sequence;
   // The held bucket blocks, clean once in place, go to the cache as they
   // are; the thread seals them before it writes them.
@@ -389,6 +480,8 @@ absl::Status Table::Impl::CheckpointLocked(bool complete) {
   // sync.
   checkpointer_.Launch(spare_log, spare_log_blocks,
                        [this] { log_.JournalDurable(); });
+  // Values dropped from now on are still referred to by this checkpoint.
+  values_.map().set_generation(next.sequence + 1);
   if (!complete) return absl::OkStatus();
   RT_RETURN_IF_ERROR(checkpointer_.Complete(/*rewrite_journal=*/true));
   return log_.Start(log_.current(), /*left_uncovered=*/false);
@@ -446,7 +539,10 @@ namespace {
 
 class TableIterator final : public Iterator {
  public:
-  explicit TableIterator(Table::Impl* impl) : impl_(impl) { Load(); }
+  explicit TableIterator(Table::Impl* impl) : impl_(impl) {
+    Load();
+    Settle();
+  }
 
   bool Valid() const override { return pos_ < records_.size(); }
   void Next() override {
@@ -454,9 +550,12 @@ class TableIterator final : public Iterator {
       ++bucket_;
       Load();
     }
+    Settle();
   }
   std::string_view key() const override { return records_[pos_].key(); }
-  std::string_view value() const override { return records_[pos_].value(); }
+  std::string_view value() const override {
+    return resolved_ ? std::string_view(value_) : records_[pos_].value();
+  }
   absl::Status status() const override { return status_; }
 
  private:
@@ -474,11 +573,35 @@ class TableIterator final : public Iterator {
       ++bucket_;
     }
   }
+  // At a record whose value is out of line, reads it: as the key's value
+  // is now (an extent may have been freed since its bucket was read), and
+  // a record deleted since is passed over.
+  void Settle() {
+    resolved_ = false;
+    while (Valid() && internal::IsReference(records_[pos_].value())) {
+      const absl::Status s = impl_->Get(records_[pos_].key(), &value_);
+      if (s.ok()) {
+        resolved_ = true;
+        return;
+      }
+      if (!absl::IsNotFound(s)) {
+        status_ = s;
+        records_.clear();
+        return;
+      }
+      if (++pos_ >= records_.size()) {
+        ++bucket_;
+        Load();
+      }
+    }
+  }
 
   Table::Impl* impl_;
   uint64_t bucket_ = 0;
   std::vector<Record> records_;
   size_t pos_ = 0;
+  std::string value_;     // the value of a record stored out of line
+  bool resolved_ = false;  // value_ is the current record's
   absl::Status status_;
 };
 
@@ -491,6 +614,7 @@ absl::Status Table::Close() { return impl_->Close(); }
 TableStats Table::GetStats() const { return impl_->GetStats(); }
 absl::Status Table::Check() { return impl_->Check(); }
 size_t Table::max_record_bytes() const { return impl_->max_record_bytes(); }
+size_t Table::max_key_bytes() const { return impl_->max_key_bytes(); }
 
 uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes,
                      size_t value_bytes) {

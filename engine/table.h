@@ -119,7 +119,9 @@ class Table {
   Table& operator=(const Table&) = delete;
 
   // The value of `key`, or NotFound. Reads at most one block (none when the
-  // key is in the stash); DataLoss when that block fails its checksum.
+  // key is in the stash), and for a value stored out of line one extent of
+  // the value file; DataLoss, naming the key's bucket, when that block or
+  // extent fails its checksum.
   absl::StatusOr<std::string> Get(std::string_view key);
   // The same, assigning the value to *value (which keeps its capacity, so a
   // loop that reuses one string allocates nothing); *value is unspecified
@@ -127,9 +129,14 @@ class Table {
   absl::Status Get(std::string_view key, std::string* value);
 
   // Inserts or replaces. Reads and writes the key's block once; may first
-  // add a bucket (one distribute: z block reads, z + 1 writes).
-  // InvalidArgument, with nothing written, when the record is larger than
-  // max_record_bytes(). FailedPrecondition on a read-only or closed table.
+  // add a bucket (one distribute: z block reads, z + 1 writes). A value of
+  // any size up to 4 GiB - 1 bytes: a record larger than
+  // max_record_bytes() keeps its value out of line, written once to an
+  // extent of the value file before the write is logged, and a 32-byte
+  // reference in the block (docs/table.md, "Values of any size").
+  // InvalidArgument, with nothing written, for a key longer than
+  // max_key_bytes() whose value does not fit inline beside it, or a larger
+  // value. FailedPrecondition on a read-only or closed table.
   absl::Status Put(std::string_view key, std::string_view value,
                    const WriteOptions& options = {});
 
@@ -139,14 +146,15 @@ class Table {
   absl::Status Delete(std::string_view key, const WriteOptions& options = {});
 
   // Applies the batch's puts and deletes in order. Every record is checked
-  // first: an oversize one refuses the batch with InvalidArgument and nothing
-  // is written. The batch is one log record: after a crash it is wholly there
+  // first: one Put would refuse refuses the batch with InvalidArgument and
+  // nothing is written. The batch is one log record: after a crash it is wholly there
   // or wholly absent.
   absl::Status Write(const WriteBatch& batch, const WriteOptions& options = {});
 
   // The values of `keys`, in order (NotFound for absent ones). The blocks
   // of all keys not in the stash are read in one batch submission, each
-  // distinct block once.
+  // distinct block once; then the extents of the values stored out of line
+  // in one more.
   std::vector<absl::StatusOr<std::string>> MultiGet(
       std::span<const std::string_view> keys);
 
@@ -192,8 +200,12 @@ class Table {
 
   // The largest encoded record a block takes (key and value with their
   // length prefixes and the record's 4-byte directory slot): a quarter of
-  // the block's record space.
+  // the block's record space. A larger record's value goes out of line.
   size_t max_record_bytes() const;
+  // The longest key that takes a value of any size (beside a reference in
+  // its block): 977 bytes for 4 KiB blocks, 82 for 512-byte ones. A longer
+  // key takes only a value that fits inline beside it.
+  size_t max_key_bytes() const;
 
   class Impl;
 

@@ -2,6 +2,8 @@
 // blocks and the in-memory lists (docs/table.md, "Checking a table").
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -28,8 +30,18 @@ absl::Status Table::Impl::CheckLocked() {
   auto fault = [](auto... parts) {
     return absl::DataLossError(absl::StrCat("check: ", parts...));
   };
+  // Every reference, with its bucket: the stored records' and the
+  // buffered puts' (a buffered put's stored record keeps its value until
+  // the put reaches its block).
+  std::vector<std::pair<internal::ValueRef, uint64_t>> refs;
+  auto note_ref = [&](std::string_view value, uint64_t b) {
+    if (internal::IsReference(value)) {
+      refs.push_back({internal::DecodeReference(value), b});
+    }
+  };
   auto note = [&](std::string_view key, std::string_view value, uint64_t b,
                   const char* where) -> absl::Status {
+    note_ref(value, b);
     const uint64_t home = table_.BucketOf(hash(key));
     if (home != b) {
       return fault("a record in the ", where, " of bucket ", b,
@@ -97,6 +109,7 @@ absl::Status Table::Impl::CheckLocked() {
           } else if (!buffered.insert(r.key()).second) {
             stray = fault("a key is buffered twice (bucket ", b, ")");
           }
+          note_ref(r.value(), b);
         }
       });
   RT_RETURN_IF_ERROR(stray);
@@ -114,11 +127,65 @@ absl::Status Table::Impl::CheckLocked() {
                  " bytes; the table says ", table_.record_count(), " and ",
                  table_.data_bytes());
   }
+  RT_RETURN_IF_ERROR(CheckValues(refs));
   const uint64_t least = layout_.NeededBuckets(bytes, records);
   const uint64_t needed = std::max<uint64_t>(least, layout_.s0);
   if (m < std::max<uint64_t>(least, 1) || m > needed + 1) {
     return fault(m, " buckets for ", records, " records of ", bytes,
                  " bytes (", needed, " needed at 1 - epsilon)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace roundtable
+
+namespace roundtable {
+
+// The references against the value file: each extent inside it and used
+// in the space map, no two overlapping, the map's used units exactly
+// theirs, the counts the table keeps, and every value's bytes.
+absl::Status Table::Impl::CheckValues(
+    std::vector<std::pair<internal::ValueRef, uint64_t>>& refs) {
+  auto fault = [](auto... parts) {
+    return absl::DataLossError(absl::StrCat("check: ", parts...));
+  };
+  const uint32_t unit = values_.unit();
+  const internal::SpaceMap& map = values_.map();
+  std::sort(refs.begin(), refs.end(), [](const auto& a, const auto& b) {
+    return a.first.first < b.first.first;
+  });
+  uint64_t units = 0, bytes = 0, end = 0;
+  for (const auto& [ref, b] : refs) {
+    const internal::Extent e = ref.extent(unit);
+    if (ref.length == 0 || ref.length > internal::kMaxValueBytes ||
+        e.end() > map.units() || e.end() > values_.file().num_blocks()) {
+      return fault("bucket ", b, " refers to units [", e.first, ", ", e.end(),
+                   "), outside the value file of ", map.units(), " units");
+    }
+    if (e.first < end) {
+      return fault("bucket ", b, " refers to units [", e.first, ", ", e.end(),
+                   "), which another value's extent overlaps");
+    }
+    end = e.end();
+    for (uint64_t u = e.first; u < e.end(); ++u) {
+      if (!map.used(u)) {
+        return fault("bucket ", b, " refers to unit ", u,
+                     ", which the space map has free");
+      }
+    }
+    units += e.units;
+    bytes += ref.length;
+    std::string value;
+    RT_RETURN_IF_ERROR(values_.Read(ref, b, &value));
+  }
+  if (units != map.used_units()) {
+    return fault("the space map has ", map.used_units(),
+                 " units in use; the references take ", units);
+  }
+  if (refs.size() != values_.count() || bytes != values_.bytes()) {
+    return fault("counted ", refs.size(), " out-of-line values of ", bytes,
+                 " bytes; the table says ", values_.count(), " and ",
+                 values_.bytes());
   }
   return absl::OkStatus();
 }

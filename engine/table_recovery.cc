@@ -43,6 +43,7 @@ absl::Status ApplyJournal(const internal::Journal& journal,
     if (!superblocks) {
       RT_RETURN_IF_ERROR(files.stash->Sync());
       RT_RETURN_IF_ERROR(files.buffer->Sync());
+      RT_RETURN_IF_ERROR(files.spacemap->Sync());
     }
     RT_RETURN_IF_ERROR(files.blocks->Sync());
   }
@@ -83,13 +84,19 @@ absl::StatusOr<Superblock> Table::Impl::ReadSuperblock(const std::string& path,
   return best;
 }
 
-// This build reads exactly one format version.
+// This build reads its format version and the one before, which lacks
+// only the value file: such a table opens as it is, and its next
+// checkpoint writes the current version.
 absl::Status Table::Impl::CheckFormatVersion(const std::string& path,
                                              const Superblock& sb) {
-  if (sb.format_version == internal::kFormatVersion) return absl::OkStatus();
-  return absl::FailedPreconditionError(
-      absl::StrCat(path, " has format version ", sb.format_version,
-                   "; this build reads version ", internal::kFormatVersion));
+  if (sb.format_version >= internal::kOldestFormatVersion &&
+      sb.format_version <= internal::kFormatVersion) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      path, " has format version ", sb.format_version,
+      "; this build reads versions ", internal::kOldestFormatVersion, " to ",
+      internal::kFormatVersion));
 }
 
 absl::StatusOr<std::optional<internal::Journal>> Table::Impl::PrepareRecovery(
@@ -103,7 +110,7 @@ absl::StatusOr<std::optional<internal::Journal>> Table::Impl::PrepareRecovery(
   if (journal) {
     bool found = false;
     for (const internal::JournalImage& image : journal->images) {
-      if (image.file > internal::kBufferFileId) {
+      if (image.file >= internal::kJournaledFiles) {
         return absl::DataLossError(absl::StrCat(
             path, ": the checkpoint journal names an unknown file ",
             image.file));
@@ -123,8 +130,9 @@ absl::StatusOr<std::optional<internal::Journal>> Table::Impl::PrepareRecovery(
     // it, so that laying it in place can neither grow a file without
     // bound nor wrap its size around.
     RT_RETURN_IF_ERROR(CheckFormatVersion(path, *sb));
-    const std::array<uint64_t, 3> ends = {kHeaderBlocks + sb->num_buckets,
-                                          sb->stash_blocks, sb->buffer_blocks};
+    const std::array<uint64_t, internal::kJournaledFiles> ends = {
+        kHeaderBlocks + sb->num_buckets, sb->stash_blocks, sb->buffer_blocks,
+        internal::SpaceMap::BlocksFor(sb->value_units, sb->block_size)};
     for (const internal::JournalImage& image : journal->images) {
       if (image.block >= ends[image.file]) {
         return absl::DataLossError(absl::StrCat(
@@ -161,9 +169,9 @@ absl::Status Table::Impl::Recover(
   MutexLock lock(&mu_);
   const auto start = std::chrono::steady_clock::now();
   if (journal && options_.read_only) {
-    const std::array<internal::DeferredDevice*, 3> seen = {
-        &store_.device(), &table_.stash().device(),
-        &buffer_.records().device()};
+    const std::array<internal::DeferredDevice*, internal::kJournaledFiles>
+        seen = {&store_.device(), &table_.stash().device(),
+                &buffer_.records().device(), &values_.map().device()};
     for (const internal::JournalImage& image : journal->images) {
       internal::DeferredDevice& file = *seen[image.file];
       if (image.block >= file.num_blocks()) {
@@ -179,6 +187,24 @@ absl::Status Table::Impl::Recover(
   RT_RETURN_IF_ERROR(store_.Resize(sb.num_buckets));
   RT_RETURN_IF_ERROR(table_.stash().Load(layout_, table_.mapping()));
   RT_RETURN_IF_ERROR(buffer_.records().Load(layout_, table_.mapping()));
+  RT_RETURN_IF_ERROR(values_.Load(sb.value_units));
+  // A record whose out-of-line values did not all reach the value file (a
+  // power loss that kept its log record but not every value written
+  // before it) ends the log as a torn record does: it was not synced,
+  // since a sync of the log syncs the values first.
+  const internal::WalRecordCheck values_whole =
+      [&](std::string_view record) -> absl::StatusOr<bool> {
+    absl::StatusOr<std::vector<internal::Op>> ops =
+        internal::DecodeOps(record, 0);
+    if (!ops.ok()) return true;  // the replay reports it
+    for (const internal::Op& op : *ops) {
+      if (!op.put || !internal::IsReference(op.value)) continue;
+      RT_ASSIGN_OR_RETURN(const bool holds,
+                          values_.Holds(internal::DecodeReference(op.value)));
+      if (!holds) return false;
+    }
+    return true;
+  };
   RT_ASSIGN_OR_RETURN(
       const internal::CommitLog::Replayed replayed,
       log_.Replay(sb.wal_seq,
@@ -197,7 +223,8 @@ absl::Status Table::Impl::Recover(
                       }
                     }
                     return Apply(ops);
-                  }));
+                  },
+                  values_whole));
   recovered_records_ = replayed.records;
   if (!options_.read_only) {
     // The other file than the writers' holds nothing still needed unless

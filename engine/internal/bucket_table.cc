@@ -11,10 +11,11 @@ namespace roundtable::internal {
 
 BucketTable::BucketTable(const Superblock& sb, mapping::RoundMapping mapping,
                          BucketStore* store, io::BlockDevice* stash_file,
-                         FirstError* error)
+                         ValueStore* values, FirstError* error)
     : layout_(Layout::Of(sb)),
       mapping_(std::move(mapping)),
       store_(store),
+      values_(values),
       error_(error),
       stash_(stash_file, sb.stash_epoch, sb.stash_blocks, "stash",
              "stash copy"),
@@ -61,6 +62,7 @@ absl::Status BucketTable::Put(std::string_view key, std::string_view value,
     }
     if (stashed != nullptr) {
       data_bytes_ = data_bytes_ - old + size;
+      RT_RETURN_IF_ERROR(ReleaseValue(stashed->value()));
       RT_RETURN_IF_ERROR(error_->Note(stash_.Replace(stashed, value)));
       if (size >= old) return absl::OkStatus();
       // A smaller record may now fit its block: keep the rule that a
@@ -71,6 +73,7 @@ absl::Status BucketTable::Put(std::string_view key, std::string_view value,
       ++logical_.put_writes;
       return error_->Note(RefillFromStash(*block, b));
     }
+    if (found) RT_RETURN_IF_ERROR(ReleaseValue(found->value));
     if (found && found->size == size) {
       // The same key with a value of the same length: written over the
       // old one where it lies. The block's room is unchanged, so its
@@ -96,7 +99,8 @@ absl::Status BucketTable::Put(std::string_view key, std::string_view value,
 
 absl::Status BucketTable::Delete(std::string_view key, uint64_t h) {
   const uint64_t b = mapping_.FindBucket(h);
-  if (stash_.Find(b, key, h) != nullptr) {
+  if (const Record* stashed = stash_.Find(b, key, h)) {
+    RT_RETURN_IF_ERROR(ReleaseValue(stashed->value()));
     const absl::StatusOr<std::optional<size_t>> removed = stash_.Remove(b, key);
     RT_RETURN_IF_ERROR(error_->Note(removed.status()));
     if (*removed) {
@@ -114,6 +118,7 @@ absl::Status BucketTable::Delete(std::string_view key, uint64_t h) {
     if (fresh) store_->Unhold(b);
     return absl::OkStatus();
   }
+  RT_RETURN_IF_ERROR(ReleaseValue(found->value));
   data_bytes_ -= found->size;
   block.Remove(*found);
   --record_count_;

@@ -32,6 +32,7 @@
 #include "engine/internal/layout.h"
 #include "engine/internal/logged_stash.h"
 #include "engine/internal/superblock.h"
+#include "engine/internal/value_store.h"
 #include "engine/mapping/round_mapping.h"
 #include "engine/options.h"
 #include "io/base/first_error.h"
@@ -52,13 +53,22 @@ class DistributeObserver {
 class BucketTable {
  public:
   // The table of `sb` (its layout, bucket count and counts) over `store`,
-  // with its stash copy in `stash_file`; borrows `store`, `stash_file` and
-  // `error`, which must outlive it.
+  // with its stash copy in `stash_file`; the out-of-line values of the
+  // records it drops (overwritten, deleted) are released to `values`.
+  // Borrows `store`, `stash_file`, `values` and `error`, which must outlive
+  // it.
   BucketTable(const Superblock& sb, mapping::RoundMapping mapping,
               BucketStore* store, io::BlockDevice* stash_file,
-              FirstError* error);
+              ValueStore* values, FirstError* error);
 
   void set_observer(DistributeObserver* observer) { observer_ = observer; }
+
+  // A stored value dropped from the table (the write buffer's too): its
+  // extent, if it is a reference, is released.
+  absl::Status ReleaseValue(std::string_view stored) {
+    if (!IsReference(stored)) return absl::OkStatus();
+    return error_->Note(values_->Release(stored));
+  }
 
   const Layout& layout() const { return layout_; }
   uint64_t Hash(std::string_view key) const { return layout_.Hash(key); }
@@ -123,6 +133,7 @@ class BucketTable {
   const Layout layout_;
   mapping::RoundMapping mapping_;
   BucketStore* const store_;
+  ValueStore* const values_;
   FirstError* const error_;
   DistributeObserver* observer_ = nullptr;
   LoggedStash stash_;

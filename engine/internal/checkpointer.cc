@@ -24,6 +24,7 @@ struct Checkpointer::Writes {
   // The images, then the superblock.
   std::vector<JournalEntry> entries;
   io::AlignedBuffer superblock;
+  std::function<absl::Status()> sync_first;  // before the journal
   std::function<void()> journal_durable;  // called once it is
   // The log file the writers do not append to after this checkpoint (the
   // one they left, or after a complete checkpoint the other): its records
@@ -32,8 +33,8 @@ struct Checkpointer::Writes {
   // other file holds nothing but zeros on disk, ready for the next one.
   io::BlockDevice* spare_log = nullptr;
   uint64_t spare_log_blocks = 0;  // its size (zeros) once emptied
-  std::array<io::BlockDevice*, 3> files{};
-  std::array<std::vector<io::WriteRequest>, 3> writes;
+  std::array<io::BlockDevice*, kJournaledFiles> files{};
+  std::array<std::vector<io::WriteRequest>, kJournaledFiles> writes;
   std::thread thread;
   absl::Status status;  // written by the thread before `done`
   std::atomic<bool> done{false};
@@ -53,6 +54,7 @@ struct Checkpointer::Writes {
   }
   absl::Status WriteAll() {
     unsealed->SealFrozen();
+    RT_RETURN_IF_ERROR(sync_first());
     RT_RETURN_IF_ERROR(
         WriteJournal(*journal, pending.superblock.sequence, entries));
     KillPoint("checkpoint: journal synced");
@@ -78,14 +80,17 @@ struct Checkpointer::Writes {
   }
 };
 
-Checkpointer::Checkpointer(std::array<CheckpointLayer, 3> layers,
+Checkpointer::Checkpointer(std::array<CheckpointLayer, kJournaledFiles> layers,
                            io::BlockDevice* journal, const Superblock& sb,
-                           uint64_t checkpoint_bytes, uint64_t held_limit)
+                           uint64_t checkpoint_bytes, uint64_t held_limit,
+                           std::function<absl::Status()> sync_first)
     : layers_(layers),
       journal_(journal),
       checkpoint_bytes_(checkpoint_bytes),
       held_limit_(held_limit),
-      sb_(sb) {}
+      sync_first_(std::move(sync_first)),
+      sb_(sb),
+      durable_sequence_(sb.sequence) {}
 
 Checkpointer::~Checkpointer() {
   if (writes_ != nullptr) writes_->Join();
@@ -126,6 +131,7 @@ absl::Status Checkpointer::Stage(const Superblock& next) {
   job->pending.superblock = next;
   job->unsealed = layers_[kBlocksFileId].seen;
   job->journal = journal_;
+  job->sync_first = sync_first_;
   std::vector<JournalEntry>& entries = job->entries;
   for (const CheckpointLayer& layer : layers_) {
     for (const auto& [block, bytes] : layer.seen->held()) {
@@ -176,6 +182,7 @@ absl::Status Checkpointer::FinishWrites() {
   if (writes_ == nullptr) return absl::OkStatus();
   writes_->Join();
   const absl::Status s = writes_->status;
+  if (s.ok()) durable_sequence_ = writes_->pending.superblock.sequence;
   writes_.reset();
   for (const CheckpointLayer& layer : layers_) layer.seen->ReleaseFrozen();
   return s;

@@ -1,5 +1,5 @@
-// Checkpoints (docs/durability.md): the held blocks of the table's three
-// files and the next superblock go first into the journal, synced (the
+// Checkpoints (docs/durability.md): the held blocks of the table's four
+// journaled files and the next superblock go first into the journal, synced (the
 // commit point), then in place; later the files are synced and the
 // superblock written in place. It owns the superblock of the last
 // checkpoint, the thread that writes a checkpoint while the writers go on,
@@ -47,13 +47,17 @@ struct CheckpointLayer {
 
 class Checkpointer {
  public:
-  // Borrows the layers (by id: blocks, stash, buffer) and the journal file,
-  // which must outlive it. `sb` is the superblock of the last checkpoint. A
-  // checkpoint is due when the log passes `checkpoint_bytes` or the held
-  // blocks pass `held_limit`.
-  Checkpointer(std::array<CheckpointLayer, 3> layers,
+  // Borrows the layers (by id: blocks, stash, buffer, space map) and the
+  // journal file, which must outlive it. `sb` is the superblock of the
+  // last checkpoint. A checkpoint is due when the log passes
+  // `checkpoint_bytes` or the held blocks pass `held_limit`. The thread
+  // calls `sync_first` before it writes the journal: what the checkpoint's
+  // blocks refer to outside them (the out-of-line values) is durable
+  // before they are.
+  Checkpointer(std::array<CheckpointLayer, kJournaledFiles> layers,
                io::BlockDevice* journal, const Superblock& sb,
-               uint64_t checkpoint_bytes, uint64_t held_limit);
+               uint64_t checkpoint_bytes, uint64_t held_limit,
+               std::function<absl::Status()> sync_first);
   // Waits for a checkpoint's writes still running.
   ~Checkpointer();
   Checkpointer(const Checkpointer&) = delete;
@@ -61,9 +65,13 @@ class Checkpointer {
 
   // The superblock of the last checkpoint (pending or not).
   const Superblock& superblock() const { return sb_; }
+  // The sequence number of the newest checkpoint known durable (its
+  // journal synced): what the files hold after any crash from now on.
+  uint64_t durable_sequence() const { return durable_sequence_; }
 
   // Whether a checkpoint is due after a write that left `log_bytes` in the
-  // log: when the log passes checkpoint_bytes or the held blocks
+  // log (and out-of-line values applied since the last checkpoint, which
+  // recovery may read back): when they pass checkpoint_bytes or the held blocks
   // held_limit; a quarter past either while the last checkpoint's writes
   // still run, rather than have the writers wait for them. Frees the last
   // checkpoint's images first if its writes are done (their error, if any).
@@ -90,7 +98,7 @@ class Checkpointer {
   // Waits until the last checkpoint's writes are done (their ledgers then
   // count them).
   void WaitWrites() const;
-  // Bytes and blocks held by the three files' deferred devices.
+  // Bytes and blocks held by the four files' deferred devices.
   uint64_t held_bytes() const;
   uint64_t held_blocks() const;
   uint64_t count() const { return count_; }
@@ -98,15 +106,17 @@ class Checkpointer {
  private:
   struct Writes;
 
-  const std::array<CheckpointLayer, 3> layers_;
+  const std::array<CheckpointLayer, kJournaledFiles> layers_;
   io::BlockDevice* const journal_;
   const uint64_t checkpoint_bytes_;
   const uint64_t held_limit_;
+  const std::function<absl::Status()> sync_first_;
   Superblock sb_;
+  uint64_t durable_sequence_;
   // A checkpoint's superblock, and each file's size in blocks, by file id.
   struct Pending {
     Superblock superblock;
-    std::array<uint64_t, 3> sizes{};
+    std::array<uint64_t, kJournaledFiles> sizes{};
   };
   // The checkpoint staged and not yet launched (dropped by the next Stage
   // if never launched), then the one running on its thread until

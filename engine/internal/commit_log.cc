@@ -7,8 +7,11 @@
 
 namespace roundtable::internal {
 
-CommitLog::CommitLog(std::array<io::BlockDevice*, 2> files)
-    : files_(files), writers_{WalWriter(files[0]), WalWriter(files[1])} {}
+CommitLog::CommitLog(std::array<io::BlockDevice*, 2> files,
+                     std::function<absl::Status()> sync_first)
+    : files_(files),
+      sync_first_(std::move(sync_first)),
+      writers_{WalWriter(files[0]), WalWriter(files[1])} {}
 
 absl::StatusOr<uint64_t> CommitLog::Append(std::string_view record) {
   WalWriter& wal = writers_[current_];
@@ -34,7 +37,9 @@ absl::Status CommitLog::SyncThrough(uint64_t seq, bool* failed) {
     target = logged_seq_.load(std::memory_order_acquire);
     files = sync_files_;
   }
-  absl::Status s;
+  // Every record up to `target` was appended after its values were
+  // written.
+  absl::Status s = sync_first_();
   for (io::BlockDevice* file : files) {
     if (s.ok() && file != nullptr) s = file->Sync();
   }
@@ -68,7 +73,8 @@ void CommitLog::JournalDurable() {
 
 absl::StatusOr<CommitLog::Replayed> CommitLog::Replay(
     uint64_t after_seq,
-    const std::function<absl::Status(uint64_t, std::string_view)>& fn) {
+    const std::function<absl::Status(uint64_t, std::string_view)>& fn,
+    const WalRecordCheck& whole) {
   std::array<std::optional<uint64_t>, 2> first;
   for (int i = 0; i < 2; ++i) {
     RT_ASSIGN_OR_RETURN(first[i], FirstWalSeq(*files_[i]));
@@ -83,7 +89,8 @@ absl::StatusOr<CommitLog::Replayed> CommitLog::Replay(
   for (const int i : {older, older ^ 1}) {
     RT_ASSIGN_OR_RETURN(
         const WalReplay replay,
-        ReplayWal(*files_[i], last_file < 0 ? after_seq : last.last_seq, fn));
+        ReplayWal(*files_[i], last_file < 0 ? after_seq : last.last_seq, fn,
+                  whole));
     if (last_file < 0 || replay.records > 0) {
       if (replay.records > 0 && i == older && first[older ^ 1]) {
         result.from_both = true;

@@ -33,8 +33,11 @@ namespace roundtable::internal {
 
 class CommitLog {
  public:
-  // Borrows the log's two files, which must outlive it.
-  explicit CommitLog(std::array<io::BlockDevice*, 2> files);
+  // Borrows the log's two files, which must outlive it. A sync of the log
+  // calls `sync_first` first: what its records refer to outside the log
+  // (the out-of-line values) must be durable before they are.
+  CommitLog(std::array<io::BlockDevice*, 2> files,
+            std::function<absl::Status()> sync_first);
 
   // Appends `record` (a log record's payload) to the writers' file as the
   // next record: when it returns, the record survives a crash of the
@@ -73,8 +76,10 @@ class CommitLog {
   // Recovery. Replays both files, the one whose first record is older
   // first (a file with no whole first record last: the checkpoint that
   // moved the writers to the newer one may not have been durable), calling
-  // fn(seq, payload) for each record after `after_seq`. Afterwards the
-  // writers' file is the one of the last record replayed.
+  // fn(seq, payload) for each record after `after_seq`; a record for
+  // which whole(payload) is false ends the log as a torn one does
+  // (ReplayWal). Afterwards the writers' file is the one of the last
+  // record replayed.
   struct Replayed {
     uint64_t records = 0;
     // Records came from both files: the older one's are covered by no
@@ -83,7 +88,8 @@ class CommitLog {
   };
   absl::StatusOr<Replayed> Replay(
       uint64_t after_seq,
-      const std::function<absl::Status(uint64_t, std::string_view)>& fn);
+      const std::function<absl::Status(uint64_t, std::string_view)>& fn,
+      const WalRecordCheck& whole);
   // Cuts each file after its last whole record, and syncs: what followed
   // (a torn tail, records after a gap) must not come back once the numbers
   // past the last replayed record are given anew. The writers' other file
@@ -109,6 +115,7 @@ class CommitLog {
 
  private:
   const std::array<io::BlockDevice*, 2> files_;
+  const std::function<absl::Status()> sync_first_;
   std::array<WalWriter, 2> writers_;
   int current_ = 0;
   std::array<uint64_t, 2> ends_{};  // where each file's records end (replay)

@@ -45,6 +45,27 @@ absl::Status Layout::CheckRecord(std::string_view key,
            : std::string("; no block size takes it")));
 }
 
+size_t Layout::max_key() const {
+  size_t key = max_record();
+  while (key > 0 && EncodedSize(key, kReferenceBytes) > max_record()) --key;
+  return key;
+}
+
+absl::Status Layout::CheckOutOfLine(std::string_view key,
+                                    std::string_view value) const {
+  if (key.size() > max_key()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "key of ", key.size(), " bytes exceeds the limit of ", max_key(),
+        " bytes for ", block_size, "-byte blocks"));
+  }
+  if (value.size() > kMaxValueBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("value of ", value.size(), " bytes exceeds the limit of ",
+                     kMaxValueBytes, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Layout::CheckSame(const Layout& given,
                                const std::string& path) const {
   auto mismatch = [&](const char* what, auto stored, auto other) {

@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "engine/internal/block_format.h"
 #include "engine/internal/superblock.h"
+#include "engine/internal/value_ref.h"
 #include "engine/options.h"
 
 namespace roundtable::internal {
@@ -86,8 +87,24 @@ struct Layout {
   }
 
   // InvalidArgument, naming the sizes and a block size that would take
-  // it, when the record of `key` and `value` is larger than max_record().
+  // it, when the record of `key` and `value` is larger than max_record():
+  // a stored record (a reference in place of a value out of line) that
+  // no block takes.
   absl::Status CheckRecord(std::string_view key, std::string_view value) const;
+
+  // Whether a put's record sits in its block as it is; else its value goes
+  // out of line, a reference in its place (value_ref.h). Every put asks:
+  // inline.
+  bool FitsInline(std::string_view key, std::string_view value) const {
+    return EncodedSize(key, value) <= max_record() && !IsReference(value);
+  }
+  // The longest key a block takes beside a reference: the bound on keys.
+  size_t max_key() const;
+  // InvalidArgument, naming the bound, unless a put whose value goes out of
+  // line can be taken: its key at most max_key() bytes, its value at most
+  // kMaxValueBytes.
+  absl::Status CheckOutOfLine(std::string_view key,
+                              std::string_view value) const;
 
   // InvalidArgument naming the first field in which `given` differs from
   // this (the stored) layout of the table at `path`.

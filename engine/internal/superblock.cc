@@ -20,7 +20,10 @@ constexpr size_t kMagicAt = 0, kVersionAt = 4, kBlockSizeAt = 8,
                  kRecordsAt = 48, kDataBytesAt = 56, kStashEpochAt = 64,
                  kStashBlocksAt = 72, kSequenceAt = 80, kWalSeqAt = 88,
                  kBufferEpochAt = 96, kBufferBlocksAt = 104,
-                 kChecksumAt = 112;
+                 kValueUnitsAt = 112, kValueCountAt = 120,
+                 kValueBytesAt = 128, kChecksumAt = 136;
+// Version 7 ended at the value fields: its checksum took their place.
+constexpr size_t kChecksumAt7 = 112;
 
 }  // namespace
 
@@ -43,6 +46,9 @@ void EncodeSuperblock(const Superblock& sb, std::span<std::byte> out) {
   PutFixed64(p + kWalSeqAt, sb.wal_seq);
   PutFixed64(p + kBufferEpochAt, sb.buffer_epoch);
   PutFixed64(p + kBufferBlocksAt, sb.buffer_blocks);
+  PutFixed64(p + kValueUnitsAt, sb.value_units);
+  PutFixed64(p + kValueCountAt, sb.value_count);
+  PutFixed64(p + kValueBytesAt, sb.value_bytes);
   PutFixed64(p + kChecksumAt, XXH3_64bits(p, kChecksumAt));
 }
 
@@ -51,11 +57,13 @@ absl::StatusOr<Superblock> DecodeSuperblock(std::span<const std::byte> in) {
   if (GetFixed32(p + kMagicAt) != kSuperblockMagic) {
     return absl::DataLossError("superblock: bad magic number");
   }
-  if (GetFixed64(p + kChecksumAt) != XXH3_64bits(p, kChecksumAt)) {
-    return absl::DataLossError("superblock: checksum mismatch");
-  }
   Superblock sb;
   sb.format_version = GetFixed32(p + kVersionAt);
+  const size_t checksum_at =
+      sb.format_version == kOldestFormatVersion ? kChecksumAt7 : kChecksumAt;
+  if (GetFixed64(p + checksum_at) != XXH3_64bits(p, checksum_at)) {
+    return absl::DataLossError("superblock: checksum mismatch");
+  }
   sb.block_size = GetFixed32(p + kBlockSizeAt);
   sb.block_records = GetFixed32(p + kBlockRecordsAt);
   sb.s0 = GetFixed64(p + kS0At);
@@ -70,7 +78,13 @@ absl::StatusOr<Superblock> DecodeSuperblock(std::span<const std::byte> in) {
   sb.wal_seq = GetFixed64(p + kWalSeqAt);
   sb.buffer_epoch = GetFixed64(p + kBufferEpochAt);
   sb.buffer_blocks = GetFixed64(p + kBufferBlocksAt);
-  if (sb.format_version != kFormatVersion) return sb;  // the caller refuses it
+  if (sb.format_version == kFormatVersion) {
+    sb.value_units = GetFixed64(p + kValueUnitsAt);
+    sb.value_count = GetFixed64(p + kValueCountAt);
+    sb.value_bytes = GetFixed64(p + kValueBytesAt);
+  } else if (sb.format_version != kOldestFormatVersion) {
+    return sb;  // the caller refuses it
+  }
   // A copy whose checksum holds but whose fields no table could have (a
   // file from elsewhere) is no valid copy either: nothing below may size an
   // allocation or a loop by them.
@@ -98,6 +112,13 @@ absl::StatusOr<Superblock> DecodeSuperblock(std::span<const std::byte> in) {
   if (sb.record_count > sb.data_bytes / kMinRecordBytes ||
       sb.data_bytes > sb.record_count * (payload / 4)) {
     return bad("record count");
+  }
+  // Each out-of-line value is a record, and takes at least one unit.
+  if (sb.value_units > kMaxValueUnits) return bad("value file units");
+  if (sb.value_count > sb.record_count + sb.buffer_blocks * bs ||
+      sb.value_count > sb.value_units ||
+      sb.value_bytes > sb.value_units * bs) {
+    return bad("out-of-line values");
   }
   return sb;
 }

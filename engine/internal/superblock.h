@@ -15,7 +15,10 @@
 namespace roundtable::internal {
 
 inline constexpr uint32_t kSuperblockMagic = 0x42535452;  // "RTSB"
-inline constexpr uint32_t kFormatVersion = 7;
+inline constexpr uint32_t kFormatVersion = 8;
+// The oldest format this build opens: version 7 differs only in having no
+// value file (no out-of-line values); its first checkpoint writes version 8.
+inline constexpr uint32_t kOldestFormatVersion = 7;
 // Superblocks occupy blocks 0 and 1; bucket b is block b + kHeaderBlocks.
 inline constexpr uint64_t kHeaderBlocks = 2;
 // The bounds of a valid superblock's fields: the largest s0 a table takes
@@ -24,6 +27,8 @@ inline constexpr uint64_t kHeaderBlocks = 2;
 inline constexpr uint64_t kMaxS0 = uint64_t{1} << 20;
 inline constexpr uint64_t kMaxBuckets = uint64_t{1} << 40;
 inline constexpr uint64_t kMinRecordBytes = 6;
+// The most units of the value file (2^44 bytes of 512-byte units).
+inline constexpr uint64_t kMaxValueUnits = uint64_t{1} << 35;
 
 struct Superblock {
   uint32_t format_version = kFormatVersion;
@@ -41,6 +46,9 @@ struct Superblock {
   uint64_t buffer_blocks = 0;  // blocks of the write buffer's copy in use
   uint64_t sequence = 0;      // grows by one with every checkpoint
   uint64_t wal_seq = 0;       // the last log record the checkpoint covers
+  uint64_t value_units = 0;   // units (blocks) of the value file
+  uint64_t value_count = 0;   // out-of-line values
+  uint64_t value_bytes = 0;   // their bytes
 
   // The block (0 or 1) this copy is written to.
   uint64_t slot() const { return sequence % 2; }
@@ -51,8 +59,8 @@ void EncodeSuperblock(const Superblock& sb, std::span<std::byte> out);
 
 // DataLoss when the magic or checksum is wrong, or a field is out of the
 // range any table has (so the other copy is used).
-// A valid copy with a format version above kFormatVersion is returned as is;
-// the caller refuses it.
+// A valid copy of a format version this build does not read is returned
+// as is; the caller refuses it.
 absl::StatusOr<Superblock> DecodeSuperblock(std::span<const std::byte> in);
 
 }  // namespace roundtable::internal

@@ -248,8 +248,9 @@ absl::StatusOr<TableFiles> OpenTableFiles(const std::string& dir,
                              : io::OpenBlockDevice(TablePath(dir, file), o);
   };
   // The log and the journal may be missing (a table never written since a
-  // clean close may have had them removed): a writer makes them anew, and
-  // to a reader they are empty.
+  // clean close may have had them removed), and the value file and its map
+  // (a table of format version 7): a writer makes them anew, and to a
+  // reader they are empty.
   auto open_or_empty = [&](const char* file, const io::DeviceOptions& o)
       -> absl::StatusOr<std::unique_ptr<io::BlockDevice>> {
     if (o.read_only && !FileExists(dir, file)) {
@@ -276,6 +277,8 @@ absl::StatusOr<TableFiles> OpenTableFiles(const std::string& dir,
     RT_ASSIGN_OR_RETURN(files.wal[i], open_or_empty(kWalFiles[i], wal));
   }
   RT_ASSIGN_OR_RETURN(files.journal, open_or_empty(kJournalFile, dev));
+  RT_ASSIGN_OR_RETURN(files.values, open_or_empty(kValuesFile, dev));
+  RT_ASSIGN_OR_RETURN(files.spacemap, open_or_empty(kSpaceMapFile, dev));
   return files;
 }
 

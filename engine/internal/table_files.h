@@ -32,33 +32,41 @@ inline constexpr char kBufferFile[] = "buffer";
 // other one, so that they go on logging while its journal is written.
 inline constexpr std::array<const char*, 2> kWalFiles = {"wal", "wal.1"};
 inline constexpr char kJournalFile[] = "journal";
+// Out-of-line values, and the map of which of the value file's units are
+// in use.
+inline constexpr char kValuesFile[] = "values";
+inline constexpr char kSpaceMapFile[] = "spacemap";
 // Locked by every open handle (TableLock); holds the writer's process id.
 inline constexpr char kLockFile[] = "LOCK";
 
-// The six files that hold a table's data.
-inline constexpr std::array<const char*, 6> kDataFiles = {
-    kBlocksFile, kStashFile, kBufferFile, kWalFiles[0], kWalFiles[1],
-    kJournalFile};
+// The eight files that hold a table's data.
+inline constexpr std::array<const char*, 8> kDataFiles = {
+    kBlocksFile,  kStashFile,   kBufferFile, kWalFiles[0],
+    kWalFiles[1], kJournalFile, kValuesFile, kSpaceMapFile};
 
 // The files a checkpoint's journal entry names, by id.
 inline constexpr uint32_t kBlocksFileId = 0;
 inline constexpr uint32_t kStashFileId = 1;
 inline constexpr uint32_t kBufferFileId = 2;
+inline constexpr uint32_t kSpaceMapFileId = 3;
+inline constexpr uint32_t kJournaledFiles = 4;
 
 // dir/file.
 std::string TablePath(std::string_view dir, std::string_view file);
 
-// A table's six files, open.
+// A table's eight files, open.
 struct TableFiles {
-  std::unique_ptr<io::BlockDevice> blocks, stash, journal, buffer;
+  std::unique_ptr<io::BlockDevice> blocks, stash, journal, buffer, values,
+      spacemap;
   std::array<std::unique_ptr<io::BlockDevice>, 2> wal;
 
   // The file a journal entry names (Open refuses a journal naming another
   // id).
   io::BlockDevice& ById(uint32_t id) const {
-    return id == kStashFileId    ? *stash
-           : id == kBufferFileId ? *buffer
-                                 : *blocks;
+    return id == kStashFileId      ? *stash
+           : id == kBufferFileId   ? *buffer
+           : id == kSpaceMapFileId ? *spacemap
+                                   : *blocks;
   }
 };
 
@@ -67,7 +75,8 @@ struct TableFiles {
 // block file is the unpublished kNewBlocksFile and every file is created.
 // The log takes a small append per write, so with the default backend its
 // files are memory-mapped. A missing log or journal file is created anew
-// for a writer and is empty (in memory) for a reader.
+// for a writer and is empty (in memory) for a reader; so are the value
+// file and its space map, which a table of format version 7 lacks.
 absl::StatusOr<TableFiles> OpenTableFiles(const std::string& dir,
                                           const Options& options, bool exists);
 

@@ -2,7 +2,8 @@
 // takes the locks; the parts decide (docs/table.md, "The engine's files").
 // A write goes down through them one way:
 //
-//   Impl::Write -> CommitLog::Append            (the log record)
+//   Impl::Write -> ValueStore::Reserve, Write   (a large value, out of line)
+//               -> CommitLog::Append            (the log record)
 //               -> WriteBuffer::Put / Delete    (buffered, or on down)
 //               -> BucketTable::Put / Delete    (block or stash; distribute)
 //               -> BucketStore::Edit, LoggedStash (bytes held in memory)
@@ -42,6 +43,7 @@
 #include "engine/internal/log_record.h"
 #include "engine/internal/superblock.h"
 #include "engine/internal/table_files.h"
+#include "engine/internal/value_store.h"
 #include "engine/internal/write_buffer.h"
 #include "engine/mapping/round_mapping.h"
 #include "engine/table.h"
@@ -108,6 +110,7 @@ class Table::Impl {
   TableStats GetStats() const ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Check() ABSL_LOCKS_EXCLUDED(mu_);  // table_check.cc
   size_t max_record_bytes() const { return layout_.max_record(); }
+  size_t max_key_bytes() const { return layout_.max_key(); }
 
  private:
   absl::Status CheckOpen() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -119,6 +122,25 @@ class Table::Impl {
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Starts loading what a put or delete in bucket b looks up first.
   void PrefetchBucket(uint64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Write's part under the writer lock: logged and applied, *seq its
+  // log record's number.
+  absl::Status WriteLocked(std::span<const internal::Op> ops,
+                           std::optional<std::string_view> record,
+                           uint64_t* seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The values of `ops` that go out of line written to extents of the
+  // value file (reserved under the writer lock, written outside it):
+  // *stored then holds the ops with references in their place (viewing
+  // *refs), and *reserved the extents, which the caller unreserves once
+  // the write is applied or failed (Claim took the applied ones).
+  absl::Status WriteValues(std::span<const internal::Op> ops,
+                           std::vector<internal::Op>* stored,
+                           std::vector<std::string>* refs,
+                           std::vector<internal::Extent>* reserved)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The value a stored value of bucket b stands for, into *out: itself, or
+  // the out-of-line value it refers to.
+  absl::Status Resolve(std::string_view stored, uint64_t b, std::string* out)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Applies logged ops to the table (a write, or a log record replayed).
   absl::Status Apply(std::span<const internal::Op> ops)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -136,6 +158,11 @@ class Table::Impl {
   absl::Status CheckpointLocked(bool complete)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckLocked() ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Check's part for the out-of-line values: `refs` are every reference
+  // with its bucket (sorted here).
+  absl::Status CheckValues(
+      std::vector<std::pair<internal::ValueRef, uint64_t>>& refs)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   // Fixed at open. The lock is held from before Open reads anything until
   // Close has released the files (and destroyed last).
@@ -156,6 +183,8 @@ class Table::Impl {
   // files), so that they are destroyed first: the checkpoint's thread is
   // joined before anything it writes goes away.
   internal::BucketStore store_ ABSL_GUARDED_BY(mu_);
+  // Its reads and SyncWritten run beside the lock (value_store.h).
+  internal::ValueStore values_;
   internal::BucketTable table_ ABSL_GUARDED_BY(mu_);
   internal::WriteBuffer buffer_ ABSL_GUARDED_BY(mu_);
   internal::CommitLog log_;

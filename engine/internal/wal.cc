@@ -182,7 +182,8 @@ absl::StatusOr<bool> WholeOnDevice(io::BlockDevice& device, uint64_t at,
 
 absl::StatusOr<WalReplay> ReplayWal(
     io::BlockDevice& device, uint64_t after_seq,
-    const std::function<absl::Status(uint64_t, std::string_view)>& fn) {
+    const std::function<absl::Status(uint64_t, std::string_view)>& fn,
+    const WalRecordCheck& whole) {
   const uint32_t bs = device.block_size();
   const uint64_t blocks = device.num_blocks();
   const uint64_t device_bytes = blocks * bs;
@@ -221,6 +222,10 @@ absl::StatusOr<WalReplay> ReplayWal(
     if (RecordChecksum(window.data(), payload) != checksum) break;
     const bool stale = seq <= after_seq && replay.records == 0;
     if (!stale && seq != replay.last_seq + 1) break;
+    if (!stale && whole) {
+      RT_ASSIGN_OR_RETURN(const bool holds, whole(payload));
+      if (!holds) break;
+    }
     if (!stale) {
       RT_RETURN_IF_ERROR(fn(seq, payload));
       ++replay.records;

@@ -103,17 +103,23 @@ struct WalReplay {
 // empty log or a damaged first record).
 absl::StatusOr<std::optional<uint64_t>> FirstWalSeq(io::BlockDevice& device);
 
+// Whether a whole record's payload holds up beyond its checksum (the
+// out-of-line values it refers to are in their file); false makes it end
+// the log as a torn record does.
+using WalRecordCheck = std::function<absl::StatusOr<bool>(std::string_view)>;
+
 // Reads the log from its start and calls fn(seq, payload) for the records
 // numbered after_seq + 1, after_seq + 2, ... in order. Records numbered
 // after_seq or less at the start are skipped (a log restarted after a
 // checkpoint that covered them). Stops at the end of the device or at the
-// first record that is short, corrupt or out of sequence; that is not an
-// error, unless a whole record further on (from the one where it stopped)
+// first record that is short, corrupt or out of sequence, or that `whole`
+// (if given) finds wanting; that is not an error, unless a whole record further on (from the one where it stopped)
 // carries a durable mark that covers the record where it stopped: then
 // DataLoss. An error from fn, or a read error, is returned.
 absl::StatusOr<WalReplay> ReplayWal(
     io::BlockDevice& device, uint64_t after_seq,
-    const std::function<absl::Status(uint64_t, std::string_view)>& fn);
+    const std::function<absl::Status(uint64_t, std::string_view)>& fn,
+    const WalRecordCheck& whole = nullptr);
 
 }  // namespace roundtable::internal
 

@@ -25,6 +25,7 @@ absl::Status WriteBuffer::Put(std::string_view key, std::string_view value) {
   const uint64_t h = table_->Hash(key);
   const uint64_t b = table_->BucketOf(h);
   if (Record* buffered = buffer_.Find(b, key, h)) {
+    RT_RETURN_IF_ERROR(table_->ReleaseValue(buffered->value()));
     RT_RETURN_IF_ERROR(error_->Note(buffer_.Replace(buffered, value)));
   } else if (limit_ > 0 && !EditsInPlace(b) &&
              table_->FindStashed(b, key, h) == nullptr) {
@@ -42,7 +43,8 @@ absl::Status WriteBuffer::Put(std::string_view key, std::string_view value) {
 absl::Status WriteBuffer::Delete(std::string_view key) {
   const uint64_t h = table_->Hash(key);
   const uint64_t b = table_->BucketOf(h);
-  if (buffer_.Find(b, key, h) != nullptr) {
+  if (const Record* buffered = buffer_.Find(b, key, h)) {
+    RT_RETURN_IF_ERROR(table_->ReleaseValue(buffered->value()));
     RT_RETURN_IF_ERROR(error_->Note(buffer_.Remove(b, key).status()));
     RT_RETURN_IF_ERROR(MaybeCompact());
   }

@@ -319,7 +319,8 @@ TEST(RoundtableCliTest, StoreCommandsRefuseBadInput) {
            {"put " + dir + " k", "", "usage"},
            {"put " + dir + " 'bad\\q' v", "", "unknown escape"},
            {"load " + dir, "k1 without a tab\n", "line 1"},
-           {"put " + dir + " k " + std::string(2000, 'x'), "", "inline limit"},
+           {"put " + dir + " " + std::string(2000, 'k') + " v", "",
+            "exceeds the limit of 977 bytes"},
            // A read error of the input, not an empty load.
            {"load " + dir + " /etc", "", "Is a directory"},
            {"load " + dir + " /nonexistent/file", "", "No such file"},

@@ -13,6 +13,7 @@
 #include "engine/internal/bucket_store.h"
 #include "engine/internal/bucket_table.h"
 #include "engine/internal/table_files.h"
+#include "engine/internal/value_store.h"
 #include "engine/internal/write_buffer.h"
 #include "gtest/gtest.h"
 #include "io/memory_device.h"
@@ -27,7 +28,9 @@ struct EngineParts {
               uint64_t buffer_bytes = 0, uint64_t held_limit = 0)
       : blocks(io::NewMemoryDevice(block_size)),
         stash_file(io::NewMemoryDevice(block_size)),
-        buffer_file(io::NewMemoryDevice(block_size)) {
+        buffer_file(io::NewMemoryDevice(block_size)),
+        values_file(io::NewMemoryDevice(block_size)),
+        spacemap_file(io::NewMemoryDevice(block_size)) {
     EXPECT_TRUE(FormatNewBlocks(*blocks, s0).ok());
     sb.block_size = block_size;
     sb.s0 = s0;
@@ -36,9 +39,11 @@ struct EngineParts {
     sb.num_buckets = s0;
     store = std::make_unique<BucketStore>(blocks.get(), block_size, 0,
                                           cache_bytes);
+    values = std::make_unique<ValueStore>(values_file.get(),
+                                          spacemap_file.get(), sb);
     table = std::make_unique<BucketTable>(
         sb, *mapping::RoundMapping::Create(s0, s0), store.get(),
-        stash_file.get(), &error);
+        stash_file.get(), values.get(), &error);
     buffer = std::make_unique<WriteBuffer>(buffer_bytes, held_limit, sb,
                                            buffer_file.get(), table.get(),
                                            store.get(), &error);
@@ -81,10 +86,12 @@ struct EngineParts {
     store->RefreshFilters();
   }
 
-  std::unique_ptr<io::BlockDevice> blocks, stash_file, buffer_file;
+  std::unique_ptr<io::BlockDevice> blocks, stash_file, buffer_file,
+      values_file, spacemap_file;
   Superblock sb;
   FirstError error;
   std::unique_ptr<BucketStore> store;
+  std::unique_ptr<ValueStore> values;
   std::unique_ptr<BucketTable> table;
   std::unique_ptr<WriteBuffer> buffer;
 };
