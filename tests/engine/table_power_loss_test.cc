@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -134,6 +135,7 @@ struct Coverage {
   uint64_t runs = 0;
   uint64_t grows = 0, shrinks = 0, checkpoints = 0, stash_records = 0;
   uint64_t buffered_records = 0;  // puts in the write buffer at the cut
+  uint64_t values = 0;            // values out of line at the cut
   uint64_t replayed = 0;          // runs that replayed log records
   uint64_t journal_applied = 0;   // runs that applied a journal
   uint64_t lost_unsynced = 0;     // runs that lost acknowledged writes
@@ -190,6 +192,7 @@ class Run {
           coverage->checkpoints += st.checkpoints;
           coverage->stash_records += st.stash_records;
           coverage->buffered_records += st.buffered_records;
+          coverage->values += st.value_count;
         }
         // Close checkpoints: the cut may fall there too.
         if (alive) Durable((*table)->Close());
@@ -303,9 +306,18 @@ class Run {
     const int kind = static_cast<int>(rng() % 100);
     WriteOptions w;
     w.sync = rng() % 10 == 0;
+    // One value in six out of line: just past the inline limit, or of a
+    // few blocks; its first bytes random, so that no two are alike.
     auto value = [&] {
-      return std::string(rng() % max_value_,
-                         static_cast<char>('a' + rng() % 26));
+      if (rng() % 6 != 0) {
+        return std::string(rng() % max_value_,
+                           static_cast<char>('a' + rng() % 26));
+      }
+      const size_t sizes[] = {table.max_record_bytes(), 700, 3000, 9000};
+      std::string v(sizes[rng() % 4], static_cast<char>('a' + rng() % 26));
+      const uint64_t mark = rng();
+      std::memcpy(v.data(), &mark, sizeof mark);
+      return v;
     };
     if (kind < 4) return Durable(table.Sync());
     if (kind < 7) return Durable(table.Checkpoint());
@@ -387,13 +399,15 @@ void RunSeeds(uint64_t first, uint64_t count) {
   }
   std::printf(
       "%llu runs: %llu grows, %llu shrinks, %llu checkpoints, %llu stash "
-      "records and %llu buffered puts at the cut; %llu replayed the log, "
+      "records, %llu buffered puts and %llu values out of line at the cut; "
+      "%llu replayed the log, "
       "%llu applied a journal, %llu lost unsynced writes\n",
       (unsigned long long)coverage.runs, (unsigned long long)coverage.grows,
       (unsigned long long)coverage.shrinks,
       (unsigned long long)coverage.checkpoints,
       (unsigned long long)coverage.stash_records,
       (unsigned long long)coverage.buffered_records,
+      (unsigned long long)coverage.values,
       (unsigned long long)coverage.replayed,
       (unsigned long long)coverage.journal_applied,
       (unsigned long long)coverage.lost_unsynced);
@@ -403,6 +417,7 @@ void RunSeeds(uint64_t first, uint64_t count) {
   EXPECT_GT(coverage.checkpoints, 0u);
   EXPECT_GT(coverage.stash_records, 0u);
   EXPECT_GT(coverage.buffered_records, 0u);
+  EXPECT_GT(coverage.values, 0u);
   EXPECT_GT(coverage.replayed, 0u);
   EXPECT_GT(coverage.journal_applied, 0u);
   EXPECT_GT(coverage.lost_unsynced, 0u);
