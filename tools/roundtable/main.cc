@@ -28,7 +28,6 @@
 #include <cstring>
 #include <stdexcept>
 #include <streambuf>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -77,6 +76,12 @@ ABSL_FLAG(uint64_t, records, 1000000, "demo: records to load");
 ABSL_FLAG(bool, sync, false,
           "load: make each batch durable (log synced) before the next");
 ABSL_FLAG(uint64_t, batch, 1, "load: records per atomic batch");
+ABSL_FLAG(std::string, value_file, "",
+          "put: read the value's bytes, unescaped, from this file (- for "
+          "standard input) instead of the command line");
+ABSL_FLAG(std::string, output, "",
+          "get: write the value's bytes to this file instead of standard "
+          "output");
 ABSL_FLAG(std::vector<std::string>, block_keys, {},
           "experiment stash/transfers: keys per block B, a comma-separated "
           "list (default 512,1024,2048)");
@@ -133,8 +138,11 @@ constexpr char kUsage[] =
     "  create DIR          a new table (--block_size --s0 --epsilon)\n"
     "  put DIR KEY VALUE   store a record (keys and values escaped: \\t \\n "
     "\\\\ \\xHH;\n"
-    "                      one that starts with - and a letter goes after --)\n"
-    "  get DIR KEY         print the value; exit 1 when absent\n"
+    "                      one that starts with - and a letter goes after --;\n"
+    "                      --value_file=PATH|- for a value of any size)\n"
+    "  get DIR KEY         write the value's bytes (--output=PATH); exit 1 "
+    "when\n"
+    "                      absent\n"
     "  del DIR KEY         remove a record\n"
     "  load DIR [FILE]     store tab-separated records (stdin without FILE;\n"
     "                      --batch=N records per atomic batch, --sync)\n"
@@ -188,6 +196,34 @@ class InputBuffer final : public std::streambuf {
   std::string error_;
   char data_[1 << 16];
 };
+
+// The whole of file `path` (standard input for "-"), its bytes as they are.
+absl::StatusOr<std::string> ReadAll(const std::string& path) {
+  const bool from_stdin = path == "-";
+  const int fd =
+      from_stdin ? STDIN_FILENO : open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  }
+  std::string out;
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      if (!from_stdin) close(fd);
+      return absl::DataLossError(
+          absl::StrCat("read ", from_stdin ? "standard input" : path, ": ",
+                       std::strerror(err)));
+    }
+    if (n == 0) break;
+    out.append(buffer, static_cast<size_t>(n));
+  }
+  if (!from_stdin) close(fd);
+  return out;
+}
 
 int Fail(std::string_view command, std::string_view message) {
   std::cerr << "roundtable " << command << ": " << message << "\n";
@@ -424,11 +460,23 @@ int TableCommand(const std::vector<std::string>& words) {
     if (!s0->empty()) layout.s0 = s0->front();
     status = RunCreate(words[1], layout);
   } else if (command == "put") {
-    if (args != 3) return usage("DIR KEY VALUE");
-    status = RunPut(words[1], words[2], words[3]);
+    const std::string value_file = absl::GetFlag(FLAGS_value_file);
+    if (value_file.empty()) {
+      if (args != 3) return usage("DIR KEY VALUE | DIR KEY --value_file=PATH");
+      status = RunPut(words[1], words[2], words[3]);
+    } else {
+      if (args != 2) return usage("DIR KEY --value_file=PATH");
+      absl::StatusOr<std::string> value = ReadAll(value_file);
+      if (!value.ok()) return Fail(command, value.status());
+      status = RunPut(words[1], words[2], *value, /*raw=*/true);
+    }
   } else if (command == "get") {
-    if (args != 2) return usage("DIR KEY");
-    status = RunGet(words[1], words[2], std::cout);
+    if (args != 2) return usage("DIR KEY [--output=PATH]");
+    const std::string output = absl::GetFlag(FLAGS_output);
+    // The bytes as they are; a newline after them only on a terminal.
+    std::ios::sync_with_stdio(false);
+    status = RunGet(words[1], words[2], output,
+                    output.empty() && isatty(STDOUT_FILENO) ? "\n" : "");
     if (absl::IsNotFound(status) && status.message() == "key not found") {
       return Fail(command, "not found");
     }

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstring>
 #include <cstdio>
+#include <fstream>
+#include <iostream>
 #include <istream>
 #include <ostream>
 #include <random>
@@ -74,20 +76,42 @@ absl::Status RunCreate(const std::string& dir, const Options& layout) {
 }
 
 absl::Status RunPut(const std::string& dir, const std::string& key,
-                    const std::string& value) {
+                    const std::string& value, bool raw) {
   RT_ASSIGN_OR_RETURN(const std::string k, Unescape(key));
-  RT_ASSIGN_OR_RETURN(const std::string v, Unescape(value));
+  std::string v;
+  if (raw) {
+    v = value;
+  } else {
+    RT_ASSIGN_OR_RETURN(v, Unescape(value));
+  }
   RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, false));
   RT_RETURN_IF_ERROR(table->Put(k, v));
   return table->Close();
 }
 
 absl::Status RunGet(const std::string& dir, const std::string& key,
-                    std::ostream& out) {
+                    const std::string& output, std::string_view end) {
   RT_ASSIGN_OR_RETURN(const std::string k, Unescape(key));
   RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, true));
-  RT_ASSIGN_OR_RETURN(const std::string value, table->Get(k));
-  out << value << '\n';
+  std::string value;
+  RT_RETURN_IF_ERROR(table->Get(k, &value));
+  std::ofstream file;
+  if (!output.empty()) {
+    file.open(output, std::ios::binary | std::ios::trunc);
+    if (!file) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "cannot write ", output, ": ", std::strerror(errno)));
+    }
+  }
+  std::ostream& out = output.empty() ? std::cout : file;
+  out.write(value.data(), static_cast<std::streamsize>(value.size()));
+  out << end;
+  out.flush();
+  if (!out) {
+    return absl::DataLossError(absl::StrCat(
+        "writing the value to ", output.empty() ? "standard output" : output,
+        " failed"));
+  }
   return table->Close();
 }
 
@@ -118,31 +142,23 @@ absl::Status RunLoad(const std::string& dir, std::istream& in,
     return absl::Status(s.code(),
                         absl::StrCat("line ", number, ": ", s.message()));
   };
-  // A line holds at most the largest record, escaped (4 bytes a byte at
-  // most), a tab and a carriage return: a longer one is refused there,
-  // without being read whole.
+  // A line may be of any length (a value of any size, escaped); one
+  // whose record no put takes is refused at its own line, not at the end
+  // of its batch.
   const size_t max_record = table->max_record_bytes();
-  const size_t limit = 4 * max_record + 2;
-  std::string line(limit + 1, '\0');
+  const size_t max_key = table->max_key_bytes();
+  std::string line;
   uint64_t loaded = 0;
   const auto start = Clock::now();
   for (uint64_t number = 1;; ++number) {
-    in.getline(line.data(), static_cast<std::streamsize>(line.size()));
-    const size_t got = static_cast<size_t>(in.gcount());
+    std::getline(in, line);
     if (in.bad()) {
       return fail(number, absl::DataLossError(
                               "reading the input failed (an I/O error)"));
     }
-    if (in.fail() && !in.eof()) {
-      if (got == 0) break;  // nothing left
-      return fail(number, absl::InvalidArgumentError(absl::StrCat(
-                              "longer than the largest record takes (",
-                              limit, " bytes escaped)")));
-    }
-    if (in.fail() && got == 0) break;  // the end
-    // getline counts the newline it took but does not store it.
-    std::string_view text(line.data(), std::strlen(line.data()));
-    if (text.size() < got - (in.eof() ? 0 : 1)) {
+    if (in.fail()) break;  // nothing left
+    std::string_view text(line);
+    if (text.find('\0') != std::string_view::npos) {
       return fail(number, absl::InvalidArgumentError(
                               "holds a NUL byte (escape it as \\x00)"));
     }
@@ -159,11 +175,11 @@ absl::Status RunLoad(const std::string& dir, std::istream& in,
     auto key = Unescape(text.substr(0, tab));
     auto value = Unescape(text.substr(tab + 1));
     absl::Status s = key.ok() ? value.status() : key.status();
-    if (s.ok() && internal::EncodedSize(*key, *value) > max_record) {
-      // Refused at its own line, not at the end of its batch.
+    if (s.ok() && internal::EncodedSize(*key, *value) > max_record &&
+        key->size() > max_key) {
       s = absl::InvalidArgumentError(absl::StrCat(
-          "a record of ", internal::EncodedSize(*key, *value),
-          " bytes exceeds the inline limit of ", max_record, " bytes"));
+          "key of ", key->size(), " bytes exceeds the limit of ", max_key,
+          " bytes (its value does not fit inline beside it)"));
     }
     if (s.ok()) {
       batch.Put(*key, *value);
@@ -217,23 +233,28 @@ std::string StatsJson(const TableStats& s, uint64_t file_bytes) {
       "\"shrink_block_writes\":%d,\"stash_copy_block_writes\":%d,"
       "\"buffer_drains\":%d,\"distribute_drains\":%d,\"grows\":%d,"
       "\"shrinks\":%d},"
+      "\"value_count\":%d,\"value_bytes\":%d,\"value_file_bytes\":%d,"
+      "\"value_free_bytes\":%d,"
       "\"held_blocks\":%d,\"wal_bytes\":%d,\"checkpoints\":%d,"
       "\"recovered_records\":%d,\"recovered_journal\":%s,"
       "\"recovery_ns\":%d,"
       "\"physical_block_file\":%s,\"physical_stash_copy\":%s,"
       "\"physical_wal\":%s,\"physical_journal\":%s,"
-      "\"physical_write_buffer_copy\":%s}",
+      "\"physical_write_buffer_copy\":%s,\"physical_values\":%s,"
+      "\"physical_spacemap\":%s}",
       s.buckets, s.records, s.stash_records, s.stash_bytes, s.buffered_records,
       s.buffered_bytes, s.block_size, s.s0, s.epsilon, s.data_bytes,
       s.utilization, file_bytes, l.get_reads, l.put_reads, l.put_writes,
       l.delete_reads, l.delete_writes, l.grow_reads, l.grow_writes,
       l.shrink_reads, l.shrink_writes, l.stash_copy_writes, l.buffer_drains,
-      l.distribute_drains, l.grows, l.shrinks, s.held_blocks, s.wal_bytes,
+      l.distribute_drains, l.grows, l.shrinks, s.value_count, s.value_bytes,
+      s.value_file_bytes, s.value_free_bytes, s.held_blocks, s.wal_bytes,
       s.checkpoints, s.recovered_records,
       s.recovered_journal ? "true" : "false", s.recovery_ns,
       ledger(s.physical_blocks), ledger(s.physical_stash),
       ledger(s.physical_wal), ledger(s.physical_journal),
-      ledger(s.physical_buffer));
+      ledger(s.physical_buffer), ledger(s.physical_values),
+      ledger(s.physical_spacemap));
 }
 
 absl::Status RunStats(const std::string& dir, bool json, std::ostream& out) {
@@ -247,11 +268,14 @@ absl::Status RunStats(const std::string& dir, bool json, std::ostream& out) {
         "records        %d\nbuckets        %d\nstash records  %d (%.4f%%)\n"
         "buffered puts  %d\n"
         "data bytes     %d\nutilization    %.4f\nblock size     %d\n"
-        "s0             %d\nepsilon        %g\nfile bytes     %d\n",
+        "s0             %d\nepsilon        %g\n"
+        "large values   %d (%d bytes, out of line)\n"
+        "value file     %d bytes (%d free)\nfile bytes     %d\n",
         s.records, s.buckets, s.stash_records,
         s.records ? 100.0 * s.stash_records / s.records : 0.0,
         s.buffered_records, s.data_bytes, s.utilization, s.block_size, s.s0,
-        s.epsilon, bytes);
+        s.epsilon, s.value_count, s.value_bytes, s.value_file_bytes,
+        s.value_free_bytes, bytes);
   }
   return table->Close();
 }
@@ -262,8 +286,10 @@ absl::Status RunCheck(const std::string& dir, std::ostream& out) {
   const TableStats s = table->GetStats();
   out << absl::StrFormat(
       "ok: %d records in %d buckets (%d in the stash) and %d puts in the "
-      "write buffer, every checksum and placement verified\n",
-      s.records, s.buckets, s.stash_records, s.buffered_records);
+      "write buffer, %d values out of line, every checksum and placement "
+      "verified\n",
+      s.records, s.buckets, s.stash_records, s.buffered_records,
+      s.value_count);
   return table->Close();
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "engine/table.h"
@@ -18,19 +19,23 @@ namespace roundtable::cli {
 
 // AlreadyExists when there is a table at `dir`.
 absl::Status RunCreate(const std::string& dir, const Options& layout);
+// `value` escaped, or, with `raw`, the value's bytes as they are (read
+// from a file).
 absl::Status RunPut(const std::string& dir, const std::string& key,
-                    const std::string& value);
-// Prints the raw value bytes and a newline; NotFound when absent.
+                    const std::string& value, bool raw = false);
+// Writes the value's bytes, unchanged, and then `end` (a newline on a
+// terminal), to standard output or (made or emptied once the value is
+// found) the file `output`; NotFound when absent.
 absl::Status RunGet(const std::string& dir, const std::string& key,
-                    std::ostream& out);
+                    const std::string& output, std::string_view end = "");
 absl::Status RunDel(const std::string& dir, const std::string& key);
 struct LoadOptions {
   bool sync = false;      // each write durable (log synced) before the next
   uint64_t batch = 1;     // records per atomic batch (the last may be short)
   bool progress = false;  // a counter on standard error
 };
-// One record per line: escaped key, a tab, escaped value. Blank lines are
-// skipped. Records are written in batches of options.batch, each atomic; a
+// One record per line, of any length: escaped key, a tab, escaped value.
+// Blank lines are skipped. Records are written in batches of options.batch, each atomic; a
 // bad line stops the load with its line number, and the whole batches
 // before it are stored.
 absl::Status RunLoad(const std::string& dir, std::istream& in,
