@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/internal/block_format.h"
 #include "engine/internal/coding.h"
+#include "engine/internal/superblock.h"
 #include "io/base/status_macros.h"
 
 namespace roundtable::internal {
@@ -102,8 +103,10 @@ void SpaceMap::Unreserve(const Extent& e) {
 }
 
 absl::Status SpaceMap::Claim(const Extent& e) {
-  if (e.units == 0 || e.end() < e.first) {
-    return absl::DataLossError("a value's extent is empty or wraps around");
+  if (e.units == 0 || e.end() < e.first || e.end() > kMaxValueUnits) {
+    return absl::DataLossError(absl::StrCat(
+        "a value's extent, units [", e.first, ", ", e.first + e.units,
+        "), is empty or past the most a value file has"));
   }
   if (auto r = reserved_.find(e.first);
       r != reserved_.end() && r->second == e.units) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/internal/kill_points.h"
 
 #ifndef XXH_INLINE_ALL
 #define XXH_INLINE_ALL
@@ -86,6 +87,7 @@ absl::StatusOr<std::string> ValueStore::Write(const Extent& e,
     RT_RETURN_IF_ERROR(values_->WriteBatch(requests));
   }
   written_.fetch_add(1, std::memory_order_release);
+  KillPoint("value: written");
   return EncodeReference({e.first, n, ValueChecksum(value, e.first)});
 }
 

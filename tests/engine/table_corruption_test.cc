@@ -1,8 +1,9 @@
 // Damage on the medium, in every region of a table's files: a flipped bit or
 // a zeroed 512-byte sector, at random positions, in each superblock copy,
-// the bucket blocks, the stash copy, the write buffer's copy, the journal
-// and the write-ahead log of a table left by a crash (log records to
-// replay, a stash, buffered puts, a journal). Each
+// the bucket blocks, the stash copy, the write buffer's copy, the journal,
+// the write-ahead log, the value file and its space map of a table left by
+// a crash (log records to replay, a stash, buffered puts, a journal,
+// values out of line). Each
 // is repaired from redundancy (a superblock copy and the journal hold the
 // same state), or reported as DataLoss; never a crash, never a wrong value.
 #include <fcntl.h>
@@ -36,9 +37,13 @@ Options DamageOptions() {
   return o;
 }
 
+// Every tenth key's value is out of line (past the 120-byte limit of
+// 512-byte blocks); the rest are inline.
+bool Large(int i) { return i % 10 == 0; }
 std::string Value(int i, int round) {
-  return std::string(40 + (i * 7 + round) % 60,
-                     static_cast<char>('a' + (i + round) % 26));
+  const size_t size =
+      Large(i) ? 600 + (i * 7 + round) % 60 * 10 : 40 + (i * 7 + round) % 60;
+  return std::string(size, static_cast<char>('a' + (i + round) % 26));
 }
 
 // The writes of the crashed writer, applied to `table` (or, when null, only
@@ -60,7 +65,8 @@ History Workload(Table* table) {
   sync.sync = true;
   uint64_t log_bytes = 0;
   // Records: a 28-byte header, then op count, kind, key length, key, and
-  // for a put the value length and value (every length here < 128).
+  // for a put the value length and value (every length here < 128: a large
+  // value is logged as its 32-byte reference).
   auto write = [&](int i, bool put, int round) {
     const std::string key = absl::StrCat("key", i);
     Model next = h.states.back();
@@ -72,7 +78,8 @@ History Workload(Table* table) {
       if (table != nullptr && !table->Delete(key, sync).ok()) _exit(3);
     }
     h.states.push_back(std::move(next));
-    log_bytes += 28 + 3 + key.size() + (put ? 1 + Value(i, round).size() : 0);
+    const size_t stored = Large(i) ? 32 : Value(i, round).size();
+    log_bytes += 28 + 3 + key.size() + (put ? 1 + stored : 0);
     h.record_ends.push_back(log_bytes);
   };
   for (int i = 0; i < 300; ++i) write(i, true, 0);
@@ -214,6 +221,10 @@ TEST(TableCorruptionTest, EveryRegionIsRepairedOrDataLossNeverWrong) {
        false},
       {"journal", "journal", 0, UsedBytes(pristine + "/journal"), false, true},
       {"write-ahead log", "wal", 0, UsedBytes(pristine + "/wal"), true, false},
+      {"value file", "values", 0, UsedBytes(pristine + "/values"), false,
+       false},
+      {"space map", "spacemap", 0, UsedBytes(pristine + "/spacemap"), false,
+       false},
   };
   std::mt19937_64 rng(2026);
   for (const Region& region : regions) {

@@ -1,19 +1,21 @@
 // libFuzzer target: opens and reads tables built from mutated files.
 //
 // Once per process, a seed table is made the way a crash leaves one (a
-// stash, buffered puts, a journal, synced writes in the log, 512-byte
-// blocks). Each input is a script of edits to copies of its five files, 8
-// bytes an edit:
+// stash, buffered puts, a journal, synced writes in the log, every tenth
+// value out of line, 512-byte blocks). Each input is a script of edits to
+// copies of its eight files, 8 bytes an edit:
 //
-//   byte 0     bits 0-2: the file, modulo 6 (blocks, stash, wal, wal.1,
-//              journal, buffer);
+//   byte 0     bits 0-2: the file (blocks, stash, wal, wal.1, journal,
+//              buffer, values, spacemap);
 //              bits 3-4: the edit (0: xor a byte, 1: set a byte, 2: zero
 //              the 512-byte sector, 3: cut the file there);
 //              bit 5 of the first edit: open writable (recovery then
 //              checkpoints) rather than read-only;
 //              bit 6 of the first edit: seal the edited files, every
-//              checksum made valid again (superblocks, bucket and copy
-//              blocks, log records, the journal), so that the fields
+//              checksum made valid again (superblocks, bucket, copy and
+//              space-map blocks, log records, the journal; not the
+//              values, whose checksums are in their references), so that
+//              the fields
 //              themselves are what the table must refuse
 //   bytes 1-4  offset (little-endian, modulo the file's size)
 //   byte 5     the byte for xor and set
@@ -51,9 +53,10 @@ namespace {
 
 constexpr int kKeys = 200;
 // The table's files, in the order Seal numbers them.
-constexpr std::array<const char*, 6> kFiles = {
+constexpr std::array<const char*, 8> kFiles = {
     internal::kBlocksFile,  internal::kStashFile,   internal::kWalFiles[0],
-    internal::kWalFiles[1], internal::kJournalFile, internal::kBufferFile};
+    internal::kWalFiles[1], internal::kJournalFile, internal::kBufferFile,
+    internal::kValuesFile,  internal::kSpaceMapFile};
 
 Options FuzzOptions() {
   Options o;
@@ -66,9 +69,12 @@ Options FuzzOptions() {
 }
 
 std::string Key(int i) { return absl::StrCat("key", i); }
+// Every tenth value is out of line (past the 120-byte limit of 512-byte
+// blocks).
 std::string Value(int i, int round) {
-  return std::string(30 + (i * 7 + round) % 70,
-                     static_cast<char>('a' + (i + round) % 26));
+  const size_t size = i % 10 == 0 ? 500 + (i * 7 + round) % 70 * 10
+                                  : 30 + (i * 7 + round) % 70;
+  return std::string(size, static_cast<char>('a' + (i + round) % 26));
 }
 
 // The seed table's files, and a directory for the inputs' tables.
@@ -151,13 +157,13 @@ void SealAt(char* p, size_t n) {
 // from elsewhere looks like.
 void Seal(std::array<std::string, kFiles.size()>& files) {
   // blocks: two superblocks, then bucket blocks; stash and buffer: copy
-  // blocks. All in 512-byte blocks.
-  for (const size_t f : {0, 1, 5}) {
+  // blocks; the space map's blocks. All in 512-byte blocks.
+  for (const size_t f : {0, 1, 5, 7}) {
     std::string& file = files[f];
     for (size_t at = 0; at + kBlock <= file.size(); at += kBlock) {
       char* p = file.data() + at;
       if (f == 0 && at < 2 * kBlock) {
-        SealAt(p, 112);
+        SealAt(p, 136);
       } else {
         internal::PutFixed64(p + 24, internal::BlockChecksum(p, kBlock));
       }
