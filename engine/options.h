@@ -55,6 +55,14 @@ struct Options {
   // on each block between checkpoints: a cache large enough for the table
   // lets the held blocks grow to the whole table.
   uint64_t checkpoint_bytes = 32 << 20;
+  // Out-of-line values (docs/table.md, "Values of any size") are written
+  // in place, before their writes are logged, and a checkpoint syncs them.
+  // One also starts once this many bytes of them were written since the
+  // last (recovery reads back at most that many, to check them), or once
+  // the values overwritten or deleted since pass an eighth of those stored
+  // (or checkpoint_bytes, if larger): their space is reused only after the
+  // next checkpoint.
+  uint64_t value_checkpoint_bytes = uint64_t{1} << 30;
   // A put whose block is not held (and whose key is not in the stash)
   // waits in the write buffer, reading nothing, where it would make a
   // block dirty for one record; a bucket whose buffered puts would fill its

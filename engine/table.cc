@@ -429,8 +429,12 @@ TableStats Table::Impl::GetStats() const {
 }
 
 absl::Status Table::Impl::MaybeCheckpoint() {
-  absl::StatusOr<bool> due =
-      checkpointer_.Due(log_.bytes() + values_.applied_bytes());
+  // The values count as a share of the log's limit.
+  const double values = values_.CheckpointPressure(
+      options_.value_checkpoint_bytes, options_.checkpoint_bytes);
+  absl::StatusOr<bool> due = checkpointer_.Due(
+      log_.bytes() +
+      static_cast<uint64_t>(values * static_cast<double>(options_.checkpoint_bytes)));
   RT_RETURN_IF_ERROR(error_.Note(due.status()));
   if (!*due) return absl::OkStatus();
   return error_.Note(CheckpointLocked(/*complete=*/false));
@@ -618,10 +622,14 @@ size_t Table::max_key_bytes() const { return impl_->max_key_bytes(); }
 
 uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes,
                      size_t value_bytes) {
-  const double per_block =
-      static_cast<double>(internal::Payload(
-          std::max<uint32_t>(block_size, io::kMinBlockSize))) /
-      static_cast<double>(internal::EncodedSize(key_bytes, value_bytes));
+  const uint32_t bs = std::max<uint32_t>(block_size, io::kMinBlockSize);
+  // A value too large for the block is a reference there.
+  size_t record = internal::EncodedSize(key_bytes, value_bytes);
+  if (record > internal::MaxRecord(bs)) {
+    record = internal::EncodedSize(key_bytes, internal::kReferenceBytes);
+  }
+  const double per_block = static_cast<double>(internal::Payload(bs)) /
+                           static_cast<double>(record);
   uint64_t s0 = 4;
   while (s0 < 32 && static_cast<double>(2 * s0) <= std::sqrt(per_block)) {
     s0 *= 2;

@@ -222,7 +222,8 @@ class Table {
 // arcs differ in length by 1/s0; the stash follows the chance far more
 // than the arcs, and every grow rewrites s0 to 2 s0 - 1 blocks. 4 for
 // 16-byte keys and 100-byte values in 4 KiB blocks; 32 (the default) from
-// 1024 records a block.
+// 1024 records a block. A value stored out of line counts as its 32-byte
+// reference.
 uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes, size_t value_bytes);
 
 // Removes the table's files and its directory (if then empty), under the

@@ -80,7 +80,13 @@ class RoundtableEngine : public KvEngine {
             {"physical_journal_wait_s", s.physical_journal.wait_ns * 1e-9},
             {"physical_wal_wait_s", s.physical_wal.wait_ns * 1e-9},
             {"physical_buffer_wait_s", s.physical_buffer.wait_ns * 1e-9},
-            {"checkpoints", s.checkpoints}};
+            {"checkpoints", s.checkpoints},
+            {"value_count", s.value_count},
+            {"value_file_bytes", s.value_file_bytes},
+            {"value_free_bytes", s.value_free_bytes},
+            {"physical_value_reads", s.physical_values.read_ops},
+            {"physical_value_bytes_written", s.physical_values.bytes_written},
+            {"physical_value_wait_s", s.physical_values.wait_ns * 1e-9}};
   }
 
  private:

@@ -18,6 +18,8 @@ namespace {
 // The most bytes one request of an extent moves: a larger value takes a
 // few requests (of one batch), never one per block.
 constexpr uint64_t kMaxRequestBytes = uint64_t{16} << 20;
+// The least the value file grows by at a time.
+constexpr uint64_t kGrowthStepBytes = uint64_t{16} << 20;
 
 template <typename Request, typename Byte>
 void AddRequests(uint64_t first_unit, uint32_t unit, Byte* data,
@@ -46,8 +48,15 @@ ValueStore::ValueStore(io::BlockDevice* values, io::BlockDevice* map,
 
 absl::StatusOr<Extent> ValueStore::Reserve(uint64_t length) {
   const Extent e = map_.Reserve(ValueRef{0, length, 0}.extent(unit_).units);
-  if (values_->num_blocks() < map_.units()) {
-    if (absl::Status s = values_->Resize(map_.units()); !s.ok()) {
+  const uint64_t have = values_->num_blocks();
+  if (have < map_.units()) {
+    // Grown a step ahead (a quarter of its size, at least 16 MiB), so that
+    // appending values does not resize the file each time. The step is a
+    // hole: it takes no disk space until values are written there.
+    const uint64_t step =
+        std::max<uint64_t>(have / 4, kGrowthStepBytes / unit_);
+    const uint64_t size = std::max(map_.units(), have + step);
+    if (absl::Status s = values_->Resize(size); !s.ok()) {
       map_.Unreserve(e);
       return s;
     }
@@ -109,7 +118,9 @@ absl::Status ValueStore::Claim(std::string_view stored) {
 absl::Status ValueStore::Release(std::string_view stored) {
   if (!IsReference(stored)) return absl::OkStatus();
   const ValueRef ref = DecodeReference(stored);
-  RT_RETURN_IF_ERROR(map_.Release(ref.extent(unit_)));
+  const Extent e = ref.extent(unit_);
+  RT_RETURN_IF_ERROR(map_.Release(e));
+  freed_bytes_ += e.units * unit_;
   --count_;
   bytes_ -= ref.length;
   return absl::OkStatus();

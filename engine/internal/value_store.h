@@ -19,6 +19,7 @@
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_VALUE_STORE_H_
 #define ROUNDTABLE_ENGINE_INTERNAL_VALUE_STORE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <span>
@@ -89,14 +90,28 @@ class ValueStore {
   // so their values must be first.
   absl::Status SyncWritten() ABSL_LOCKS_EXCLUDED(sync_mu_);
 
-  // Checkpoints: the bytes of values applied since the last one (a
-  // checkpoint is due when they and the log pass its limit); Stage puts
-  // the space map's changes in front of its file and starts the count
-  // again.
-  uint64_t applied_bytes() const { return applied_bytes_; }
+  // Checkpoints. How near the values bring the next one, as a fraction
+  // of the way (1: due): the values applied since the last one over
+  // `applied_limit` (Options::value_checkpoint_bytes: a checkpoint makes
+  // them durable, and recovery reads back at most that many), or the
+  // bytes of the values dropped since, waiting to be reused, over the
+  // larger of `freed_floor` and an eighth of the values stored (so that
+  // the file stays within about 1.25 times the values).
+  double CheckpointPressure(uint64_t applied_limit,
+                            uint64_t freed_floor) const {
+    const double applied = static_cast<double>(applied_bytes_) /
+                           static_cast<double>(std::max<uint64_t>(applied_limit, 1));
+    const double freed =
+        static_cast<double>(freed_bytes_) /
+        static_cast<double>(std::max<uint64_t>({freed_floor, bytes_ / 8, 1}));
+    return std::max(applied, freed);
+  }
+  // Puts the space map's changes in front of its file and starts the
+  // counts again.
   void Stage() {
     map_.Stage();
     applied_bytes_ = 0;
+    freed_bytes_ = 0;
   }
 
   SpaceMap& map() { return map_; }
@@ -112,7 +127,8 @@ class ValueStore {
   SpaceMap map_;
   uint64_t count_;
   uint64_t bytes_;
-  uint64_t applied_bytes_ = 0;
+  uint64_t applied_bytes_ = 0;  // units' bytes claimed since Stage
+  uint64_t freed_bytes_ = 0;    // units' bytes released since Stage
   // Values written so far, and as of the file's last sync.
   std::atomic<uint64_t> written_{0};
   Mutex sync_mu_;

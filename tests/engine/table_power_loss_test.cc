@@ -161,6 +161,9 @@ class Run {
     // one never drained (its copy outlives every checkpoint).
     const uint64_t buffers[] = {0, 1024, 8192, 1 << 20};
     options_.write_buffer_bytes = buffers[rng() % 4];
+    // Checkpoints every 16 KiB of values written, or only by the log and
+    // the values freed.
+    options_.value_checkpoint_bytes = rng() % 2 ? 16 * 1024 : 1 << 30;
   }
 
   // The workload with the power cut at mutation `cut_at` (0: never), on a

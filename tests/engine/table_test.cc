@@ -360,16 +360,22 @@ Options SmallBlocksBuffered(uint64_t bytes) {
 
 TEST(TableTest, SuggestedS0FollowsTheSquareRootOfTheRecordsPerBlock) {
   EXPECT_EQ(SuggestedS0(4096, 16, 100), 4u);    // 33 records a block
-  EXPECT_EQ(SuggestedS0(4096, 16, 1000), 4u);   // 3
+  EXPECT_EQ(SuggestedS0(4096, 16, 990), 4u);    // 4, inline
+  EXPECT_EQ(SuggestedS0(4096, 16, 1000), 8u);   // out of line: 75
   EXPECT_EQ(SuggestedS0(65536, 8, 8), 32u);     // 2977
   EXPECT_EQ(SuggestedS0(4096, 16, 0), 8u);      // 184
   EXPECT_EQ(SuggestedS0(65536, 16, 100), 16u);  // 543
+  // Out of line, a value is a 32-byte reference in the block: 75 a block.
+  EXPECT_EQ(SuggestedS0(4096, 16, 1 << 20), 8u);
+  EXPECT_EQ(SuggestedS0(4096, 16, 5000), 8u);
   for (uint32_t bs = 512; bs <= 65536; bs *= 2) {
     uint64_t last = 32;
     for (size_t value = 0; value <= 2000; value += 7) {
       const uint64_t s0 = SuggestedS0(bs, 16, value);
-      const size_t record =
+      size_t record =
           4 + 1 + (value < 128 ? 1 : 2) + 16 + value;  // slot, lengths, bytes
+      // Past the inline limit, the reference's record.
+      if (record > (bs - 32) / 4) record = 4 + 1 + 1 + 16 + 32;
       const double root = std::sqrt(static_cast<double>(bs - 32) / record);
       EXPECT_TRUE(s0 == 4 || s0 == 8 || s0 == 16 || s0 == 32) << s0;
       if (s0 > 4) {
@@ -378,7 +384,9 @@ TEST(TableTest, SuggestedS0FollowsTheSquareRootOfTheRecordsPerBlock) {
       if (s0 < 32) {
         EXPECT_GT(static_cast<double>(2 * s0), root) << bs << " " << value;
       }
-      EXPECT_LE(s0, last) << "larger records never ask for more slack";
+      if (record != 4 + 1 + 1 + 16 + 32 || value == 32) {
+        EXPECT_LE(s0, last) << "larger records never ask for more slack";
+      }
       last = s0;
     }
   }
