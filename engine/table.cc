@@ -433,8 +433,8 @@ absl::Status Table::Impl::MaybeCheckpoint() {
   const double values = values_.CheckpointPressure(
       options_.value_checkpoint_bytes, options_.checkpoint_bytes);
   absl::StatusOr<bool> due = checkpointer_.Due(
-      log_.bytes() +
-      static_cast<uint64_t>(values * static_cast<double>(options_.checkpoint_bytes)));
+      log_.bytes() + static_cast<uint64_t>(
+                         values * static_cast<double>(options_.checkpoint_bytes)));
   RT_RETURN_IF_ERROR(error_.Note(due.status()));
   if (!*due) return absl::OkStatus();
   return error_.Note(CheckpointLocked(/*complete=*/false));

@@ -151,12 +151,14 @@ absl::Status Checkpointer::Stage(const Superblock& next) {
     job->pending.sizes[layer.id] = size;
     if (layer.file->num_blocks() < size) {
       RT_RETURN_IF_ERROR(layer.file->Resize(size));
+      job->pending.changed[layer.id] = true;
     }
     job->files[layer.id] = layer.file;
   }
   for (size_t i = 0; i + 1 < entries.size(); ++i) {
     job->writes[entries[i].file].push_back(
         {entries[i].block, entries[i].bytes});
+    job->pending.changed[entries[i].file] = true;
   }
   staged_ = std::move(job);
   return absl::OkStatus();
@@ -193,7 +195,7 @@ absl::Status Checkpointer::Complete(bool rewrite_journal) {
   if (!pending_) return absl::OkStatus();
   const Superblock done = pending_->superblock;
   for (const CheckpointLayer& layer : layers_) {
-    RT_RETURN_IF_ERROR(layer.file->Sync());
+    if (pending_->changed[layer.id]) RT_RETURN_IF_ERROR(layer.file->Sync());
   }
   io::BlockDevice& blocks = *layers_[kBlocksFileId].file;
   io::AlignedBuffer superblock(blocks.block_size());

@@ -117,6 +117,9 @@ class Checkpointer {
   struct Pending {
     Superblock superblock;
     std::array<uint64_t, kJournaledFiles> sizes{};
+    // Whether the checkpoint writes the file in place or grows it: a file
+    // it leaves alone needs no sync.
+    std::array<bool, kJournaledFiles> changed{};
   };
   // The checkpoint staged and not yet launched (dropped by the next Stage
   // if never launched), then the one running on its thread until

@@ -99,6 +99,7 @@ class ValueStore {
   // the file stays within about 1.25 times the values).
   double CheckpointPressure(uint64_t applied_limit,
                             uint64_t freed_floor) const {
+    if (applied_bytes_ == 0 && freed_bytes_ == 0) return 0;  // most writes
     const double applied = static_cast<double>(applied_bytes_) /
                            static_cast<double>(std::max<uint64_t>(applied_limit, 1));
     const double freed =
