@@ -60,8 +60,8 @@ struct Options {
   // One also starts once this many bytes of them were written since the
   // last (recovery reads back at most that many, to check them), or once
   // the values overwritten or deleted since pass an eighth of those stored
-  // (or checkpoint_bytes, if larger): their space is reused only after the
-  // next checkpoint.
+  // (or of checkpoint_bytes, if larger): their space is reused only after
+  // the next checkpoint.
   uint64_t value_checkpoint_bytes = uint64_t{1} << 30;
   // A put whose block is not held (and whose key is not in the stash)
   // waits in the write buffer, reading nothing, where it would make a

@@ -431,7 +431,7 @@ TableStats Table::Impl::GetStats() const {
 absl::Status Table::Impl::MaybeCheckpoint() {
   // The values count as a share of the log's limit.
   const double values = values_.CheckpointPressure(
-      options_.value_checkpoint_bytes, options_.checkpoint_bytes);
+      options_.value_checkpoint_bytes, options_.checkpoint_bytes / 8);
   absl::StatusOr<bool> due = checkpointer_.Due(
       log_.bytes() + static_cast<uint64_t>(
                          values * static_cast<double>(options_.checkpoint_bytes)));
