@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "engine/mapping/bucket_mapping.h"
+#include "roundtable/mapping.h"
 #include "engine/mapping/jump_hash.h"
 #include "engine/mapping/linear_hashing.h"
 #include "engine/mapping/round_mapping.h"

@@ -24,7 +24,7 @@
 
 #include "absl/strings/str_format.h"
 #include "benchmark/benchmark.h"
-#include "engine/mapping/placement.h"
+#include "roundtable/placement.h"
 
 namespace roundtable::mapping {
 namespace {

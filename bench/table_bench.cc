@@ -24,7 +24,7 @@
 
 #include "absl/strings/str_format.h"
 #include "benchmark/benchmark.h"
-#include "engine/table.h"
+#include "roundtable/table.h"
 
 namespace roundtable {
 namespace {

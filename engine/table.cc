@@ -1,7 +1,7 @@
 // The public facade, and Table::Impl's reads, writes, checkpoints and
 // Close: the methods that take the table's lock and hand each step to the
 // part that owns it (engine/internal/table_impl.h lists them).
-#include "engine/table.h"
+#include "roundtable/table.h"
 
 #include <algorithm>
 #include <cmath>

@@ -266,6 +266,12 @@ absl::StatusOr<Options> Table::ReadLayout(const std::string& path) {
 
 absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
                                                    const std::string& path) {
+  return Impl::Open(options, path, internal::FileOpener());
+}
+
+absl::StatusOr<std::unique_ptr<Table>> Table::Impl::Open(
+    const Options& options, const std::string& path,
+    const internal::FileOpener& open_file) {
   RT_RETURN_IF_ERROR(internal::CheckOptions(options));
   // An in-memory table has no directory: it is always new.
   const bool in_memory = options.backend == io::Backend::kMemory;
@@ -296,23 +302,24 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const Options& options,
   if (!exists && (!options.create_if_missing || options.read_only)) {
     return absl::NotFoundError(absl::StrCat("no table at ", path));
   }
+  const internal::Layout created = internal::Layout::ForCreation(options);
   if (!in_memory && !exists) {
     RT_RETURN_IF_ERROR(internal::PrepareNewTable(
-        path, internal::kHeaderBlocks + options.s0, options.block_size));
+        path, internal::kHeaderBlocks + created.s0, created.block_size));
   }
 
-  const internal::Layout given = internal::Layout::Of(options);
   Superblock sb;
   if (exists) {
     RT_ASSIGN_OR_RETURN(sb, Impl::ReadSuperblock(path, options.backend));
     RT_RETURN_IF_ERROR(Impl::CheckFormatVersion(path, sb));
-    RT_RETURN_IF_ERROR(internal::Layout::Of(sb).CheckSame(given, path));
+    RT_RETURN_IF_ERROR(internal::Layout::Of(sb).CheckGiven(options, path));
   } else {
-    given.SetIn(sb);
-    sb.num_buckets = options.s0;
+    created.SetIn(sb);
+    sb.num_buckets = created.s0;
   }
   RT_ASSIGN_OR_RETURN(internal::TableFiles files,
-                      internal::OpenTableFiles(path, options, exists));
+                      internal::OpenTableFiles(path, options, sb.block_size,
+                                               exists, open_file));
   std::optional<internal::Journal> journal;
   if (exists) {
     RT_ASSIGN_OR_RETURN(journal, Impl::PrepareRecovery(

@@ -1,5 +1,5 @@
 #include "engine/internal/log_record.h"
-#include "engine/table.h"
+#include "roundtable/table.h"
 
 namespace roundtable {
 

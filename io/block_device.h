@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "roundtable/io.h"
 
 namespace roundtable::io {
 
@@ -48,20 +49,9 @@ struct Capabilities {
   bool read_only = false;
 };
 
-// The physical ledger: what a device did, counted as it happened. Counters
-// only grow; Snapshot() reads them all.
-struct IoStats {
-  uint64_t blocks_read = 0;
-  uint64_t bytes_read = 0;
-  uint64_t blocks_written = 0;
-  uint64_t bytes_written = 0;
-  uint64_t read_ops = 0;     // Read calls plus requests of ReadBatch calls
-  uint64_t write_ops = 0;    // Write calls plus requests of WriteBatch calls
-  uint64_t submissions = 0;  // system calls that started transfers (0 for
-                             // memory; mmap makes them only to sync)
-  uint64_t syncs = 0;
-  uint64_t wait_ns = 0;  // time spent waiting for transfers and syncs
-};
+// The physical ledger (roundtable/io.h): what a device did, counted as it
+// happened. Counters only grow; IoLedger::Snapshot() reads them all.
+using IoStats = ::roundtable::IoStats;
 
 // Thread-safe counters behind IoStats.
 class IoLedger {
@@ -191,7 +181,7 @@ class BlockDevice {
   IoLedger ledger_;
 };
 
-enum class Backend { kAuto, kUring, kPosix, kMemory, kMmap };
+using Backend = ::roundtable::Backend;  // roundtable/io.h
 
 // "auto", "uring", "posix", "memory", "mmap"; InvalidArgument otherwise.
 absl::StatusOr<Backend> ParseBackend(std::string_view name);

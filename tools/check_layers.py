@@ -4,13 +4,16 @@ form layers with no cycle (docs/table.md, "The engine's files").
 
 A unit is a header with its source (engine/internal/bucket_table.{h,cc});
 a class split over files for their length is one unit: Table::Impl's files
-(engine/table.{h,cc}, engine/table_recovery.cc, engine/table_check.cc,
-engine/internal/table_impl.h) are the table, at the top, and the
+(roundtable/table.h, engine/table.cc, engine/table_recovery.cc,
+engine/table_check.cc, engine/internal/table_impl.h) are the table, at the
+top, and the
 placement library's ring schemes (engine/mapping/ring_placement.{h,cc})
 belong to engine/mapping/placement, whose factory makes them. Besides no cycle among units, the folders keep their
-order: io/base includes nothing else of the project, io/ nothing of
-engine/, engine/mapping/ nothing of the table, and no part under
-engine/internal/ includes the table's public header.
+order: io/base includes nothing else of the project, the public headers
+(engine/include/roundtable/, included as "roundtable/NAME.h") only each
+other, io/ nothing of engine/ but the public io types, engine/mapping/
+nothing of the table, and no part under engine/internal/ includes the
+table's public header.
 
   tools/check_layers.py [ROOT]            exit 1 naming what breaks a rule
   tools/check_layers.py [ROOT] --print    also print the units by layer
@@ -19,9 +22,20 @@ import os
 import re
 import sys
 
-INCLUDE = re.compile(r'^\s*#\s*include\s+"((?:engine|io)/[^"]+)"', re.M)
-TABLE = "engine/table"
+INCLUDE = re.compile(r'^\s*#\s*include\s+"((?:engine|io|roundtable)/[^"]+)"',
+                     re.M)
+# The public headers are included as "roundtable/NAME.h" and live in
+# engine/include/roundtable/.
+PUBLIC = "engine/include/"
+TABLE = PUBLIC + "roundtable/table"
+# What io/ and engine/mapping/ may include of the public headers: the types
+# they share with a user (IoStats, Backend), the export macro, and for the
+# mapping folder its own two headers.
+IO_PUBLIC = {PUBLIC + "roundtable/io.h", PUBLIC + "roundtable/export.h"}
+MAPPING_PUBLIC = IO_PUBLIC | {PUBLIC + "roundtable/mapping.h",
+                              PUBLIC + "roundtable/placement.h"}
 GROUPS = {
+    "engine/table": TABLE,
     "engine/internal/table_impl": TABLE,
     "engine/table_recovery": TABLE,
     "engine/table_check": TABLE,
@@ -44,7 +58,10 @@ def read_graph(root):
                     continue
                 path = os.path.relpath(os.path.join(folder, name), root)
                 with open(os.path.join(root, path), encoding="utf-8") as f:
-                    files[path] = INCLUDE.findall(f.read())
+                    files[path] = [
+                        PUBLIC + inc if inc.startswith("roundtable/") else inc
+                        for inc in INCLUDE.findall(f.read())
+                    ]
     for path, includes in files.items():
         unit = unit_of(path)
         edges.setdefault(unit, set())
@@ -89,15 +106,20 @@ def folder_faults(files):
             rule = None
             if path.startswith("io/base/") and not inc.startswith("io/base/"):
                 rule = "io/base includes nothing else of the project"
-            elif path.startswith("io/") and inc.startswith("engine/"):
-                rule = "io/ includes nothing of engine/"
-            elif path.startswith("engine/mapping/") and (
-                    inc.startswith("engine/") and
-                    not inc.startswith("engine/mapping/")):
+            elif path.startswith(PUBLIC) and not inc.startswith(PUBLIC):
+                rule = "a public header includes only public headers"
+            elif (path.startswith("io/") and inc.startswith("engine/") and
+                  inc not in IO_PUBLIC):
+                rule = "io/ includes nothing of engine/ but roundtable/io.h"
+            elif (path.startswith("engine/mapping/") and
+                  inc.startswith("engine/") and
+                  not inc.startswith("engine/mapping/") and
+                  inc not in MAPPING_PUBLIC):
                 rule = "engine/mapping/ includes nothing of the table"
             elif (path.startswith("engine/internal/") and
-                  unit_of(path) != TABLE and inc == "engine/table.h"):
-                rule = "the parts include engine/options.h, not the table"
+                  unit_of(path) != TABLE and inc == TABLE + ".h"):
+                rule = ("the parts include roundtable/options.h, "
+                        "not the table")
             if rule:
                 faults.append(f"{path} includes {inc}: {rule}")
     return faults

@@ -8,11 +8,12 @@
 set -euo pipefail
 
 packages=(cmake g++ make pkg-config python3 liburing-dev libxxhash-dev libabsl-dev
-          libgtest-dev libbenchmark-dev)
+          libgtest-dev libbenchmark-dev pybind11-dev python3-dev)
 for arg in "$@"; do
   if [ "$arg" = "--peers" ]; then
     packages+=(librocksdb-dev libleveldb-dev liblmdb-dev libtkrzw-dev
-               libkyotocabinet-dev libdb-dev libgdbm-dev binutils)
+               libkyotocabinet-dev libdb-dev libgdbm-dev binutils
+               python3-gdbm python3-lmdb python3-plyvel python3-tkrzw)
   else
     packages+=("$arg")
   fi

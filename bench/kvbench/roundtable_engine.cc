@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "bench/kvbench/kv_engine.h"
-#include "engine/table.h"
+#include "roundtable/table.h"
 
 namespace roundtable::kvbench {
 namespace {
@@ -100,18 +100,19 @@ std::vector<EngineInfo> RoundtableEngines() {
   const Options defaults;
   EngineInfo info;
   info.name = "roundtable";
-  info.version = "0.1.0 (this tree)";
+  info.version = ROUNDTABLE_VERSION_STRING " (this tree)";
   info.config = absl::StrFormat(
       "block %d B, s0 = SuggestedS0 (%d for 16 B keys and 100 B values), "
       "epsilon %.2f, block cache = budget, write buffer %d MiB",
-      defaults.block_size, SuggestedS0(defaults.block_size, 16, 100),
-      defaults.epsilon, defaults.write_buffer_bytes >> 20);
+      Options::kDefaultBlockSize,
+      SuggestedS0(Options::kDefaultBlockSize, 16, 100),
+      Options::kDefaultEpsilon, defaults.write_buffer_bytes >> 20);
   info.open = [](const EngineOptions& o)
       -> absl::StatusOr<std::unique_ptr<KvEngine>> {
     Options options;
     options.block_cache_bytes = o.cache_bytes;
     options.s0 = o.roundtable_s0 != 0 ? o.roundtable_s0
-                                      : SuggestedS0(options.block_size,
+                                      : SuggestedS0(Options::kDefaultBlockSize,
                                                     o.key_bytes, o.value_bytes);
     if (o.roundtable_write_buffer >= 0) {
       options.write_buffer_bytes =

@@ -34,7 +34,7 @@
 #include "engine/internal/superblock.h"
 #include "engine/internal/value_store.h"
 #include "engine/mapping/round_mapping.h"
-#include "engine/options.h"
+#include "roundtable/options.h"
 #include "io/base/first_error.h"
 
 namespace roundtable::internal {

@@ -15,21 +15,28 @@ uint32_t BlockSizeFor(size_t bytes) {
 }
 
 absl::Status CheckOptions(const Options& o) {
-  const uint32_t bs = o.block_size;
-  if (!io::IsValidBlockSize(bs)) {
+  if (o.block_size && !io::IsValidBlockSize(*o.block_size)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "block size ", bs, " is not a power of two from ", io::kMinBlockSize,
-        " to ", io::kMaxBlockSize));
+        "block size ", *o.block_size, " is not a power of two from ",
+        io::kMinBlockSize, " to ", io::kMaxBlockSize));
   }
-  if (o.s0 < 1 || o.s0 > kMaxS0) {
+  if (o.s0 && (*o.s0 < 1 || *o.s0 > kMaxS0)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("s0 = ", o.s0, " is outside [1, 2^20]"));
+        absl::StrCat("s0 = ", *o.s0, " is outside [1, 2^20]"));
   }
-  if (!(o.epsilon > 0 && o.epsilon <= 0.5)) {
+  if (o.epsilon && !(*o.epsilon > 0 && *o.epsilon <= 0.5)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("epsilon = ", o.epsilon, " is outside (0, 0.5]"));
+        absl::StrCat("epsilon = ", *o.epsilon, " is outside (0, 0.5]"));
   }
   return absl::OkStatus();
+}
+
+Layout Layout::ForCreation(const Options& o) {
+  return {o.block_size.value_or(Options::kDefaultBlockSize),
+          o.block_records.value_or(Options::kDefaultBlockRecords),
+          o.s0.value_or(Options::kDefaultS0),
+          o.epsilon.value_or(Options::kDefaultEpsilon),
+          o.hash_seed.value_or(Options::kDefaultHashSeed)};
 }
 
 absl::Status Layout::CheckRecord(std::string_view key,
@@ -66,24 +73,22 @@ absl::Status Layout::CheckOutOfLine(std::string_view key,
   return absl::OkStatus();
 }
 
-absl::Status Layout::CheckSame(const Layout& given,
-                               const std::string& path) const {
-  auto mismatch = [&](const char* what, auto stored, auto other) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, " was created with ", what, " = ", stored, ", not ", other));
+absl::Status Layout::CheckGiven(const Options& given,
+                                 const std::string& path) const {
+  absl::Status status;
+  auto check = [&](const char* what, auto stored, const auto& field) {
+    if (status.ok() && field && *field != stored) {
+      status = absl::InvalidArgumentError(
+          absl::StrCat(path, " was created with ", what, " = ", stored,
+                       ", not ", *field));
+    }
   };
-  if (block_size != given.block_size) {
-    return mismatch("block_size", block_size, given.block_size);
-  }
-  if (block_records != given.block_records) {
-    return mismatch("block_records", block_records, given.block_records);
-  }
-  if (s0 != given.s0) return mismatch("s0", s0, given.s0);
-  if (epsilon != given.epsilon) return mismatch("epsilon", epsilon, given.epsilon);
-  if (hash_seed != given.hash_seed) {
-    return mismatch("hash_seed", hash_seed, given.hash_seed);
-  }
-  return absl::OkStatus();
+  check("block_size", block_size, given.block_size);
+  check("block_records", block_records, given.block_records);
+  check("s0", s0, given.s0);
+  check("epsilon", epsilon, given.epsilon);
+  check("hash_seed", hash_seed, given.hash_seed);
+  return status;
 }
 
 }  // namespace roundtable::internal

@@ -26,7 +26,7 @@
 #include "engine/internal/block_format.h"
 #include "engine/internal/superblock.h"
 #include "engine/internal/value_ref.h"
-#include "engine/options.h"
+#include "roundtable/options.h"
 
 namespace roundtable::internal {
 
@@ -52,11 +52,14 @@ struct Layout {
   double epsilon = 0;
   uint64_t hash_seed = 0;
 
-  // The layout fields of a Superblock or of Options (the same names).
+  // The layout fields of a Superblock.
   template <typename Fields>
   static Layout Of(const Fields& f) {
     return {f.block_size, f.block_records, f.s0, f.epsilon, f.hash_seed};
   }
+  // The layout a new table takes from `options`: each field given, or its
+  // default.
+  static Layout ForCreation(const Options& options);
   // Stores the layout's fields in a Superblock or Options.
   template <typename Fields>
   void SetIn(Fields& f) const {
@@ -106,9 +109,10 @@ struct Layout {
   absl::Status CheckOutOfLine(std::string_view key,
                               std::string_view value) const;
 
-  // InvalidArgument naming the first field in which `given` differs from
-  // this (the stored) layout of the table at `path`.
-  absl::Status CheckSame(const Layout& given, const std::string& path) const;
+  // InvalidArgument naming the first field that `given` sets to a value
+  // other than this (the stored) layout's, of the table at `path`; fields
+  // left unset take the stored value.
+  absl::Status CheckGiven(const Options& given, const std::string& path) const;
 };
 
 }  // namespace roundtable::internal

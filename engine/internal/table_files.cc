@@ -236,16 +236,17 @@ absl::Status DestroyTableFiles(const std::string& dir) {
 
 absl::StatusOr<TableFiles> OpenTableFiles(const std::string& dir,
                                           const Options& options,
-                                          bool exists) {
+                                          uint32_t block_size, bool exists,
+                                          const FileOpener& open_file) {
   io::DeviceOptions dev;
   dev.backend = options.backend;
-  dev.block_size = options.block_size;
+  dev.block_size = block_size;
   dev.direct_io = options.direct_io;
   dev.create_if_missing = !exists;
   dev.read_only = options.read_only;
   auto open = [&](const char* file, const io::DeviceOptions& o) {
-    return options.open_file ? options.open_file(TablePath(dir, file), o)
-                             : io::OpenBlockDevice(TablePath(dir, file), o);
+    return open_file ? open_file(TablePath(dir, file), o)
+                     : io::OpenBlockDevice(TablePath(dir, file), o);
   };
   // The log and the journal may be missing (a table never written since a
   // clean close may have had them removed), and the value file and its map

@@ -11,13 +11,14 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "engine/options.h"
+#include "roundtable/options.h"
 #include "io/block_device.h"
 
 namespace roundtable::internal {
@@ -70,15 +71,23 @@ struct TableFiles {
   }
 };
 
+// Opens one of a table's files as a block device: io::OpenBlockDevice, or
+// in tests a fault-injection layer over it (Table::Impl::Open).
+using FileOpener = std::function<absl::StatusOr<std::unique_ptr<io::BlockDevice>>(
+    const std::string& path, const io::DeviceOptions& options)>;
+
 // Opens the files of the table at `dir` as `options` say (backend, direct
-// I/O, read-only, Options::open_file); `exists`: the table exists, else its
+// I/O, read-only), in blocks of `block_size` bytes, each with `open_file`
+// (empty: io::OpenBlockDevice); `exists`: the table exists, else its
 // block file is the unpublished kNewBlocksFile and every file is created.
 // The log takes a small append per write, so with the default backend its
 // files are memory-mapped. A missing log or journal file is created anew
 // for a writer and is empty (in memory) for a reader; so are the value
 // file and its space map, which a table of format version 7 lacks.
 absl::StatusOr<TableFiles> OpenTableFiles(const std::string& dir,
-                                          const Options& options, bool exists);
+                                          const Options& options,
+                                          uint32_t block_size, bool exists,
+                                          const FileOpener& open_file);
 
 // Writes a new table's `buckets` empty bucket blocks, sealed, after the
 // header blocks of its block file (not yet published, so nothing needs the

@@ -17,7 +17,7 @@
 // checkpoint's thread takes only the log-file mutex.
 //
 // Thread-safety: any number of threads, under the locks above; Table's
-// contract (engine/table.h).
+// contract (roundtable/table.h).
 //
 // Its methods live in table.cc (reads, writes, checkpoints, Close),
 // table_recovery.cc (opening a table) and table_check.cc.
@@ -46,13 +46,13 @@
 #include "engine/internal/value_store.h"
 #include "engine/internal/write_buffer.h"
 #include "engine/mapping/round_mapping.h"
-#include "engine/table.h"
+#include "roundtable/table.h"
 #include "io/base/first_error.h"
 #include "io/base/mutex.h"
 
 namespace roundtable {
 
-class Table::Impl {
+class ROUNDTABLE_HIDDEN Table::Impl {
  public:
   // The table at `path` as of superblock `sb` (the last checkpoint's),
   // over its open `files`, holding its `lock`.
@@ -60,7 +60,14 @@ class Table::Impl {
        mapping::RoundMapping mapping, internal::TableFiles files,
        internal::TableLock lock);
 
-  // Opening (table_recovery.cc). The newest valid superblock of the table
+  // Opening (table_recovery.cc). Table::Open, each of the table's files
+  // opened with `open_file` (empty: io::OpenBlockDevice): tests put a
+  // fault-injection layer there to cut the power under a table (the
+  // superblock probe reads the block file directly).
+  static absl::StatusOr<std::unique_ptr<Table>> Open(
+      const Options& options, const std::string& path,
+      const internal::FileOpener& open_file);
+  // The newest valid superblock of the table
   // at `path`; the file is probed with 512-byte blocks at each place a
   // copy may lie.
   static absl::StatusOr<internal::Superblock> ReadSuperblock(

@@ -1,4 +1,4 @@
-#include "engine/mapping/bucket_mapping.h"
+#include "roundtable/mapping.h"
 
 #include "absl/strings/str_cat.h"
 

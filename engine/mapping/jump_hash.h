@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "engine/mapping/bucket_mapping.h"
+#include "roundtable/mapping.h"
 
 namespace roundtable::mapping {
 

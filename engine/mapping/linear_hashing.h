@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "engine/mapping/bucket_mapping.h"
+#include "roundtable/mapping.h"
 #include "engine/mapping/round_mapping.h"
 
 namespace roundtable::mapping {

@@ -1,8 +1,8 @@
 // The factory over the mapping schemes: MappingNames and MakeMapping
-// (declared in engine/mapping/bucket_mapping.h), above every scheme.
+// (declared in roundtable/mapping.h), above every scheme.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "engine/mapping/bucket_mapping.h"
+#include "roundtable/mapping.h"
 #include "engine/mapping/jump_hash.h"
 #include "engine/mapping/linear_hashing.h"
 #include "engine/mapping/round_mapping.h"

@@ -1,4 +1,4 @@
-#include "engine/mapping/placement.h"
+#include "roundtable/placement.h"
 
 #include <algorithm>
 #include <cmath>

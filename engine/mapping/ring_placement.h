@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "engine/mapping/placement.h"
+#include "roundtable/placement.h"
 
 namespace roundtable::mapping {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/table.h"
+#include "roundtable/table.h"
 #include "gtest/gtest.h"
 
 namespace roundtable {
@@ -210,7 +210,7 @@ TEST(TableCorruptionTest, EveryRegionIsRepairedOrDataLossNeverWrong) {
     bool is_log;
     bool must_repair;  // redundancy must hide the damage entirely
   };
-  const uint64_t bs = DamageOptions().block_size;
+  const uint64_t bs = *DamageOptions().block_size;
   const std::vector<Region> regions = {
       {"superblock copy 0", "blocks", 0, bs, false, true},
       {"superblock copy 1", "blocks", bs, 2 * bs, false, true},

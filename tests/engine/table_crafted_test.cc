@@ -28,7 +28,7 @@
 #include "engine/internal/superblock.h"
 #include "engine/internal/table_files.h"
 #include "engine/internal/wal.h"
-#include "engine/table.h"
+#include "roundtable/table.h"
 #include "gtest/gtest.h"
 #include "io/block_device.h"
 
@@ -41,10 +41,17 @@ using internal::Superblock;
 constexpr uint32_t kBlock = 512;
 constexpr int kKeys = 300;
 
+// Every layout field given, as its creator knows them: a crafted
+// superblock whose layout differs is then refused (InvalidArgument), where
+// with a field left unset the stored value, crafted or not, would be taken
+// as the table's (a tiny epsilon lets it shrink legitimately).
 Options Layout() {
   Options o;
   o.block_size = kBlock;
   o.s0 = 4;
+  o.epsilon = Options::kDefaultEpsilon;
+  o.block_records = Options::kDefaultBlockRecords;
+  o.hash_seed = Options::kDefaultHashSeed;
   return o;
 }
 

@@ -18,7 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/internal/kill_points.h"
-#include "engine/table.h"
+#include "roundtable/table.h"
 #include "gtest/gtest.h"
 
 namespace roundtable {

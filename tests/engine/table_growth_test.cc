@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
-#include "engine/table.h"
+#include "roundtable/table.h"
 #include "gtest/gtest.h"
 
 namespace roundtable {

@@ -27,7 +27,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/internal/table_files.h"
-#include "engine/table.h"
+#include "roundtable/table.h"
 #include "gtest/gtest.h"
 
 namespace roundtable {

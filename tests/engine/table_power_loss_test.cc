@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/table.h"
+#include "engine/internal/table_impl.h"
 #include "gtest/gtest.h"
 #include "io/fault_injection_device.h"
 
@@ -48,9 +48,13 @@ class PowerRig {
   uint64_t mutations() const { return mutations_; }
   bool cut() const { return mutations_ >= cut_at_; }
 
-  std::function<absl::StatusOr<std::unique_ptr<io::BlockDevice>>(
-      const std::string&, const io::DeviceOptions&)>
-  Opener() {
+  // Opens the table at `dir` with every file under this rig.
+  absl::StatusOr<std::unique_ptr<Table>> Open(const Options& options,
+                                              const std::string& dir) {
+    return Table::Impl::Open(options, dir, Opener());
+  }
+
+  internal::FileOpener Opener() {
     return [this](const std::string& path, const io::DeviceOptions& options)
                -> absl::StatusOr<std::unique_ptr<io::BlockDevice>> {
       auto inner = io::OpenBlockDevice(path, options);
@@ -177,12 +181,11 @@ class Run {
     PowerRig rig;
     if (cut_at > 0) rig.Arm(cut_at);
     Options o = options_;
-    o.open_file = rig.Opener();
     durable_ = 0;
     pending_.reset();
     std::mt19937_64 rng(seed_ * 7919 + (fresh ? 1 : 2));
     {
-      auto table = Table::Open(o, dir_);
+      auto table = rig.Open(o, dir_);
       if (table.ok()) {
         bool alive = true;
         for (uint64_t i = 0; i < num_ops_ && alive; ++i) {
@@ -222,9 +225,8 @@ class Run {
     PowerRig rig;
     rig.Arm(cut_at);
     Options o = options_;
-    o.open_file = rig.Opener();
     {
-      auto table = Table::Open(o, dir_);
+      auto table = rig.Open(o, dir_);
       if (table.ok()) {
         rig.Cut();
         table->reset();
@@ -247,8 +249,7 @@ class Run {
   void Verify(Coverage* coverage, bool last) {
     PowerRig rig;
     Options o = options_;
-    o.open_file = rig.Opener();
-    auto table = Table::Open(o, dir_);
+    auto table = rig.Open(o, dir_);
     ASSERT_TRUE(table.ok()) << (last ? "second recovery: " : "first recovery: ")
                             << table.status();
     const TableStats st = (*table)->GetStats();
@@ -455,11 +456,10 @@ TEST(TablePowerLossTest, ConcurrentSyncedWritersShareSyncsAndLoseNothing) {
     o.block_size = 1024;
     o.s0 = 4;
     o.checkpoint_bytes = 64 * 1024;
-    o.open_file = rig.Opener();
     std::vector<std::vector<bool>> synced(kThreads,
                                           std::vector<bool>(kWrites, false));
     {
-      auto table = Table::Open(o, dir);
+      auto table = rig.Open(o, dir);
       ASSERT_TRUE(table.ok()) << table.status();
       const uint64_t syncs_before = (*table)->GetStats().physical_wal.syncs;
       rig.SetSyncDelay(std::chrono::microseconds(1000));

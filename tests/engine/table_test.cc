@@ -1,7 +1,7 @@
 // The table against a std::map model through random operations and reopens,
 // over block sizes, s0, epsilon and backends; the paper's transfer counts;
 // growth to many records and back to empty; corruption; bad input.
-#include "engine/table.h"
+#include "roundtable/table.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -26,6 +26,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "engine/internal/superblock.h"
+#include "engine/internal/table_impl.h"
 #include "engine/mapping/round_mapping.h"
 #include "gtest/gtest.h"
 #include "io/block_device.h"
@@ -286,7 +287,7 @@ TEST_P(TableModelTest, GrowsFromEmptyAndShrinksBackToEmpty) {
   const TableStats full = table->GetStats();
   EXPECT_EQ(full.records, static_cast<uint64_t>(n));
   EXPECT_EQ(full.value_count, static_cast<uint64_t>(n / 500));
-  EXPECT_GT(full.buckets, options.s0);
+  EXPECT_GT(full.buckets, *options.s0);
   EXPECT_GT(full.logical.grows, 0u);
   ASSERT_TRUE(table->Check().ok()) << table->Check();
   for (int i = 7; i < n; i += 500) {
@@ -307,7 +308,7 @@ TEST_P(TableModelTest, GrowsFromEmptyAndShrinksBackToEmpty) {
   EXPECT_EQ(empty.value_bytes, 0u);
   EXPECT_EQ(empty.value_free_bytes, empty.value_file_bytes);
   EXPECT_EQ(empty.stash_records, 0u);
-  EXPECT_EQ(empty.buckets, options.s0);
+  EXPECT_EQ(empty.buckets, *options.s0);
   EXPECT_EQ(empty.logical.shrinks, empty.logical.grows);
   ASSERT_TRUE(table->Check().ok()) << table->Check();
   table.reset();
@@ -405,7 +406,7 @@ TEST(TableTest, TransfersFollowThePapersModel) {
     const TableStats after = table->GetStats();
     if (after.logical.grows == before.logical.grows) continue;
     // One grow: z reads and z + 1 writes, z the step s before it.
-    const uint64_t z = mapping::RoundState(o.s0, before.buckets).step();
+    const uint64_t z = mapping::RoundState(*o.s0, before.buckets).step();
     EXPECT_EQ(after.logical.grow_reads - before.logical.grow_reads, z);
     EXPECT_EQ(after.logical.grow_writes - before.logical.grow_writes, z + 1);
   }
@@ -643,7 +644,8 @@ TEST(TableTest, CheckpointsWriteBesideTheWriters) {
   o.block_size = 1024;
   o.s0 = 4;
   o.checkpoint_bytes = 64 << 10;  // a checkpoint every thousand puts or so
-  o.open_file = [&gate](const std::string& path, const io::DeviceOptions& d)
+  const internal::FileOpener gated_files = [&gate](const std::string& path,
+                                                  const io::DeviceOptions& d)
       -> absl::StatusOr<std::unique_ptr<io::BlockDevice>> {
     auto device = io::OpenBlockDevice(path, d);
     if (!device.ok()) return device;
@@ -660,8 +662,9 @@ TEST(TableTest, CheckpointsWriteBesideTheWriters) {
                                          counted);
   };
   const std::string dir = TempDir("inplace");
-  auto table = OpenOrDie(o, dir);
-  ASSERT_NE(table, nullptr);
+  auto opened = Table::Impl::Open(o, dir, gated_files);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<Table> table = *std::move(opened);
   std::map<std::string, std::string> model;
   const int keys = 200;
   auto put = [&](int i, const std::string& value, bool sync = false) {
@@ -735,7 +738,6 @@ TEST(TableTest, CheckpointsWriteBesideTheWriters) {
   put(i + 21, "synced again", /*sync=*/true);
   EXPECT_EQ(gate.log_syncs(0) - after[0] + gate.log_syncs(1) - after[1], 1);
   ASSERT_TRUE(table->Close().ok());
-  o.open_file = nullptr;
   table = OpenOrDie(o, dir);
   ASSERT_NE(table, nullptr);
   for (const auto& [key, value] : model) EXPECT_EQ(*table->Get(key), value);
@@ -750,7 +752,7 @@ TEST(TableTest, BucketsThatFillABlockDrainAtOnce) {
   auto table = OpenOrDie(o, dir);
   ASSERT_NE(table, nullptr);
   const std::string value(40, 'v');
-  const size_t per_block = (o.block_size - 64) / (value.size() + 8);
+  const size_t per_block = (*o.block_size - 64) / (value.size() + 8);
   const int n = 5000;
   uint64_t most_per_bucket = 0;
   for (int i = 0; i < n; ++i) {
@@ -945,7 +947,7 @@ TEST(TableTest, RecordLimitMakesBlocksOfExactlyBKeys) {
     ASSERT_TRUE(table->Put("key" + std::to_string(i), "v").ok());
     const TableStats s = table->GetStats();
     const uint64_t needed = static_cast<uint64_t>(std::ceil(i / (0.75 * 6)));
-    ASSERT_EQ(s.buckets, std::max<uint64_t>(needed, o.s0)) << i;
+    ASSERT_EQ(s.buckets, std::max<uint64_t>(needed, *o.s0)) << i;
     if (i % 500 == 0) ASSERT_TRUE(table->Check().ok()) << table->Check();
   }
   // Every block holds at most 6 records, and a bucket has a stash list only
@@ -990,6 +992,69 @@ TEST(TableTest, RecordLimitIsPartOfTheLayout) {
   auto table = OpenOrDie(*layout, dir);
   ASSERT_NE(table, nullptr);
   EXPECT_EQ(*table->Get("k"), "v");
+}
+
+// Opening an existing table needs no knowledge of its layout: a field left
+// unset takes the stored value, one set to the stored value is accepted,
+// and one set to another is InvalidArgument naming both.
+TEST(TableTest, OpenTakesTheStoredLayoutUnlessAFieldIsGiven) {
+  const std::string dir = TempDir("stored_layout");
+  Options created = Posix();
+  created.block_size = 1024;
+  created.s0 = 8;
+  created.epsilon = 0.25;
+  created.hash_seed = 42;
+  created.block_records = 12;
+  {
+    auto table = OpenOrDie(created, dir);
+    ASSERT_NE(table, nullptr);
+    for (int i = 0; i < 500; ++i) {
+      ASSERT_TRUE(table->Put(absl::StrCat("key", i), "value").ok());
+    }
+  }
+  Options plain;  // nothing of the layout
+  plain.create_if_missing = false;
+  {
+    auto table = OpenOrDie(plain, dir);
+    ASSERT_NE(table, nullptr);
+    const TableStats s = table->GetStats();
+    EXPECT_EQ(s.block_size, 1024u);
+    EXPECT_EQ(s.s0, 8u);
+    EXPECT_EQ(s.epsilon, 0.25);
+    EXPECT_EQ(s.block_records, 12u);
+    // The stored seed places the keys: every one is found where it was put.
+    for (int i = 0; i < 500; ++i) {
+      ASSERT_EQ(*table->Get(absl::StrCat("key", i)), "value") << i;
+    }
+    EXPECT_TRUE(table->Check().ok()) << table->Check();
+  }
+  Options same = plain;
+  same.block_size = 1024;
+  same.epsilon = 0.25;
+  EXPECT_NE(OpenOrDie(same, dir), nullptr);
+  auto refused = [&](auto set, const std::string& named) {
+    Options o = plain;
+    set(o);
+    auto t = Table::Open(o, dir);
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument)
+        << named << ": " << t.status();
+    EXPECT_NE(t.status().message().find(named), std::string::npos)
+        << t.status();
+  };
+  refused([](Options& o) { o.block_size = 4096; },
+          "block_size = 1024, not 4096");
+  refused([](Options& o) { o.s0 = 32; }, "s0 = 8, not 32");
+  refused([](Options& o) { o.epsilon = 0.1; }, "epsilon = 0.25, not 0.1");
+  refused([](Options& o) { o.hash_seed = 7; }, "hash_seed = 42, not 7");
+  refused([](Options& o) { o.block_records = 0; },
+          "block_records = 12, not 0");
+  // A new table takes the defaults for what is not given.
+  const std::string fresh = TempDir("default_layout");
+  auto table = OpenOrDie(Posix(), fresh);
+  ASSERT_NE(table, nullptr);
+  EXPECT_EQ(table->GetStats().block_size, Options::kDefaultBlockSize);
+  EXPECT_EQ(table->GetStats().s0, Options::kDefaultS0);
+  EXPECT_EQ(table->GetStats().epsilon, Options::kDefaultEpsilon);
 }
 
 // An in-memory table touches no file and starts empty every time.

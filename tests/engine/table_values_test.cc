@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/internal/coding.h"
 #include "engine/internal/superblock.h"
-#include "engine/table.h"
+#include "roundtable/table.h"
 #include "gtest/gtest.h"
 #include "io/block_device.h"
 

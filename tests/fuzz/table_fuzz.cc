@@ -46,7 +46,7 @@
 #include "engine/internal/coding.h"
 #include "engine/internal/table_files.h"
 #include "engine/internal/wal.h"
-#include "engine/table.h"
+#include "roundtable/table.h"
 
 namespace roundtable {
 namespace {

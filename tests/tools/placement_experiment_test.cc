@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
-#include "engine/mapping/placement.h"
+#include "roundtable/placement.h"
 #include "gtest/gtest.h"
 
 namespace roundtable::cli {

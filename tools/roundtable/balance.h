@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/mapping/bucket_mapping.h"
+#include "roundtable/mapping.h"
 
 namespace roundtable::cli {
 

@@ -56,7 +56,7 @@ absl::StatusOr<std::unique_ptr<Table>> OpenPaperTable(const PaperLayout& layout,
     return s;
   }
   Options o;
-  o.backend = io::Backend::kMemory;
+  o.backend = Backend::kMemory;
   o.block_size = BlockSizeFor(layout.block_keys);
   o.block_records = layout.block_keys;
   o.s0 = layout.s0;

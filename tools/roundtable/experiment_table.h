@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/table.h"
+#include "roundtable/table.h"
 
 namespace roundtable::cli {
 

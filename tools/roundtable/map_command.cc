@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "engine/mapping/bucket_mapping.h"
+#include "roundtable/mapping.h"
 
 namespace roundtable::cli {
 

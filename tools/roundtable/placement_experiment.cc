@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "engine/mapping/placement.h"
+#include "roundtable/placement.h"
 #include "io/base/status_macros.h"
 #include "tools/roundtable/experiment_table.h"
 #include "xxhash.h"

@@ -1,5 +1,5 @@
 // `roundtable experiment placement`: the placement schemes of
-// engine/mapping/placement.h on n nodes and K keys: balance (peak to
+// roundtable/placement.h on n nodes and K keys: balance (peak to
 // average, sigma / mu, the fullest node), the keys one added and one
 // removed node move against the ideal 1/(n + 1) and 1/n, whether any key
 // moved between two nodes that stayed, lookup time for pre-hashed and

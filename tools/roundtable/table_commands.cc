@@ -26,7 +26,7 @@ using Clock = std::chrono::steady_clock;
 
 absl::StatusOr<std::unique_ptr<Table>> OpenExisting(const std::string& dir,
                                                     bool read_only) {
-  RT_ASSIGN_OR_RETURN(Options o, Table::ReadLayout(dir));
+  Options o;  // the stored layout
   o.create_if_missing = false;
   o.read_only = read_only;
   return Table::Open(o, dir);

@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "engine/table.h"
+#include "roundtable/table.h"
 
 namespace roundtable::cli {
 

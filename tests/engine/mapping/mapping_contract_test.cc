@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/mapping/bucket_mapping.h"
+#include "roundtable/mapping.h"
 #include "engine/mapping/jump_hash.h"
 #include "gtest/gtest.h"
 

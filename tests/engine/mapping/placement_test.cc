@@ -4,7 +4,7 @@
 // property (bounded loads never past capacity, ring and multi-probe
 // monotone, jump and round moving keys only to the new node or along the
 // group, Maglev's even table, d choices among its candidates, weights).
-#include "engine/mapping/placement.h"
+#include "roundtable/placement.h"
 
 #include <algorithm>
 #include <cmath>

@@ -25,8 +25,8 @@
 // table. A synced write is applied first and then waits for the log's sync
 // outside the writer lock: concurrent syncing writers share one sync (group
 // commit), and other threads may read a synced write before it returns.
-#ifndef ROUNDTABLE_ENGINE_TABLE_H_
-#define ROUNDTABLE_ENGINE_TABLE_H_
+#ifndef ROUNDTABLE_TABLE_H_
+#define ROUNDTABLE_TABLE_H_
 
 #include <cstdint>
 #include <functional>
@@ -38,15 +38,16 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "engine/options.h"
-#include "io/block_device.h"
+#include "roundtable/export.h"
+#include "roundtable/options.h"
+#include "roundtable/version.h"
 
 namespace roundtable {
 
 // Puts and deletes applied by Table::Write in order, all or nothing: every
 // record is checked before anything is applied, so a bad record refuses the
 // whole batch with nothing written.
-class WriteBatch {
+class ROUNDTABLE_EXPORT WriteBatch {
  public:
   WriteBatch();
   void Put(std::string_view key, std::string_view value);
@@ -73,7 +74,7 @@ class WriteBatch {
 //
 // Thread-safety: one iterator must not be used from two threads at once.
 // REQUIRES: the table outlives the iterator.
-class Iterator {
+class ROUNDTABLE_EXPORT Iterator {
  public:
   virtual ~Iterator() = default;
   virtual bool Valid() const = 0;
@@ -86,7 +87,7 @@ class Iterator {
   virtual absl::Status status() const = 0;
 };
 
-class Table {
+class ROUNDTABLE_EXPORT Table {
  public:
   // Opens the table in directory `path`, creating it (and the directory)
   // when missing and options.create_if_missing. Locks the table first:
@@ -224,13 +225,13 @@ class Table {
 // 16-byte keys and 100-byte values in 4 KiB blocks; 32 (the default) from
 // 1024 records a block. A value stored out of line counts as its 32-byte
 // reference.
-uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes, size_t value_bytes);
+ROUNDTABLE_EXPORT uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes, size_t value_bytes);
 
 // Removes the table's files and its directory (if then empty), under the
 // writer's lock (FailedPrecondition while a handle has the table open). OK
 // when nothing is there.
-absl::Status DestroyTable(const std::string& path);
+ROUNDTABLE_EXPORT absl::Status DestroyTable(const std::string& path);
 
 }  // namespace roundtable
 
-#endif  // ROUNDTABLE_ENGINE_TABLE_H_
+#endif  // ROUNDTABLE_TABLE_H_

@@ -5,8 +5,8 @@
 // Thread-safety: FindBucket and the accessors are const and safe to call from
 // any number of threads at once; NewBucket and FreeBucket mutate and need
 // external synchronisation against every other call.
-#ifndef ROUNDTABLE_ENGINE_MAPPING_BUCKET_MAPPING_H_
-#define ROUNDTABLE_ENGINE_MAPPING_BUCKET_MAPPING_H_
+#ifndef ROUNDTABLE_MAPPING_H_
+#define ROUNDTABLE_MAPPING_H_
 
 #include <cstdint>
 #include <memory>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "roundtable/export.h"
 
 namespace roundtable::mapping {
 
@@ -47,7 +48,7 @@ inline constexpr uint64_t kMaxListedBuckets = uint64_t{1} << 26;
 
 // OK unless a change with `sources` buckets would pass kMaxListedBuckets;
 // then ResourceExhausted naming the scheme.
-absl::Status CheckListable(std::string_view scheme, uint64_t sources);
+ROUNDTABLE_EXPORT absl::Status CheckListable(std::string_view scheme, uint64_t sources);
 
 // How keys move when a bucket is added, used by the tests and the docs to
 // state each scheme's promise.
@@ -61,7 +62,7 @@ enum class MoveRule {
   kAnywhere,
 };
 
-class BucketMapping {
+class ROUNDTABLE_EXPORT BucketMapping {
  public:
   virtual ~BucketMapping() = default;
 
@@ -89,14 +90,14 @@ class BucketMapping {
 };
 
 // The scheme names MakeMapping accepts, in a stable order.
-std::vector<std::string> MappingNames();
+ROUNDTABLE_EXPORT std::vector<std::string> MappingNames();
 
 // Builds a scheme by name with m buckets. `s0` is the slack of round-mapping
 // and slack-s0 linear hashing (their minimum bucket count); the other schemes
 // ignore it. InvalidArgument for an unknown name or a bad (s0, m).
-absl::StatusOr<std::unique_ptr<BucketMapping>> MakeMapping(
+ROUNDTABLE_EXPORT absl::StatusOr<std::unique_ptr<BucketMapping>> MakeMapping(
     std::string_view name, uint64_t s0, uint64_t num_buckets);
 
 }  // namespace roundtable::mapping
 
-#endif  // ROUNDTABLE_ENGINE_MAPPING_BUCKET_MAPPING_H_
+#endif  // ROUNDTABLE_MAPPING_H_

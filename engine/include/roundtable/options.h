@@ -1,38 +1,43 @@
 // roundtable's options and statistics: how a table is laid out and run
 // (Options, WriteOptions), and what it reports (TableStats, with the
 // logical ledger of the paper's I/O model). Part of the public API, with
-// engine/table.h, which includes it.
+// roundtable/table.h, which includes it.
 //
 // Thread-safety: value types.
-#ifndef ROUNDTABLE_ENGINE_OPTIONS_H_
-#define ROUNDTABLE_ENGINE_OPTIONS_H_
+#ifndef ROUNDTABLE_OPTIONS_H_
+#define ROUNDTABLE_OPTIONS_H_
 
 #include <cstdint>
-#include <functional>
-#include <memory>
-#include <string>
+#include <optional>
 
-#include "absl/status/statusor.h"
-#include "io/block_device.h"
+#include "roundtable/io.h"
 
 namespace roundtable {
 
 struct Options {
-  // Layout, fixed at creation and checked on every open (a mismatch is
-  // InvalidArgument naming the stored value).
-  uint32_t block_size = 4096;  // bytes, a power of two from 512 to 65536
+  // Layout, fixed at creation and stored in the table. A field left unset
+  // takes its default (kDefault...) when the table is created and the
+  // stored value when an existing table is opened; a field set to a value
+  // that differs from the stored one is InvalidArgument naming both.
+  std::optional<uint32_t> block_size;  // bytes, a power of two, 512..65536
   // Round-mapping slack; also the fewest buckets. Each grow rewrites s0 to
   // 2 s0 - 1 blocks: for blocks of a few dozen records SuggestedS0 (below)
   // grows nearly twice as cheaply for about the same stash.
-  uint64_t s0 = 32;
-  double epsilon = 0.1;  // free fraction kept in the blocks, (0, 0.5]
-  uint64_t hash_seed = 0x726f756e64746162;  // XXH3 seed of the keys
+  std::optional<uint64_t> s0;
+  std::optional<double> epsilon;  // free fraction kept in blocks, (0, 0.5]
+  std::optional<uint64_t> hash_seed;  // XXH3 seed of the keys
   // The most records a block holds; 0: as many as its bytes take. With a
   // limit the table also keeps the record count within (1 - epsilon) of
   // m * block_records, so a table of equal-sized records that fit the
   // bytes runs in the paper's model of blocks of exactly B keys (what
   // `roundtable experiment stash` measures).
-  uint32_t block_records = 0;
+  std::optional<uint32_t> block_records;
+
+  static constexpr uint32_t kDefaultBlockSize = 4096;
+  static constexpr uint64_t kDefaultS0 = 32;
+  static constexpr double kDefaultEpsilon = 0.1;
+  static constexpr uint64_t kDefaultHashSeed = 0x726f756e64746162;
+  static constexpr uint32_t kDefaultBlockRecords = 0;
 
   // Not part of the layout.
   // Bytes of the cache of clean blocks. 0: every block read goes to the
@@ -80,18 +85,11 @@ struct Options {
   // kMemory: the table lives in memory only, with no files or directory
   // (the path is only a name) and no write-ahead log; Open always creates
   // it, and it is gone when closed. For experiments and tests.
-  io::Backend backend = io::Backend::kAuto;
+  Backend backend = Backend::kAuto;
   bool direct_io = false;
   bool create_if_missing = true;
   bool error_if_exists = false;
   bool read_only = false;
-  // Opens each of the table's six files as a block device; empty: with
-  // io::OpenBlockDevice. Tests put a fault-injection layer here to cut the
-  // power under a table (the superblock probe of Open and ReadLayout reads
-  // the block file directly).
-  std::function<absl::StatusOr<std::unique_ptr<io::BlockDevice>>(
-      const std::string& path, const io::DeviceOptions& options)>
-      open_file;
   // Debug mode: run Check() after every Put, Delete and Write, and fail the
   // operation with Check's DataLoss if an invariant broke. Reads the whole
   // table each time: for tests on small tables.
@@ -169,15 +167,15 @@ struct TableStats {
   uint64_t recovered_records = 0;
   bool recovered_journal = false;
   uint64_t recovery_ns = 0;
-  io::IoStats physical_blocks;   // the block file
-  io::IoStats physical_stash;    // the stash copy
-  io::IoStats physical_wal;      // the write-ahead log (both its files)
-  io::IoStats physical_journal;  // the checkpoint journal
-  io::IoStats physical_buffer;   // the write buffer's copy
-  io::IoStats physical_values;   // the value file
-  io::IoStats physical_spacemap; // the value file's space map
+  IoStats physical_blocks;   // the block file
+  IoStats physical_stash;    // the stash copy
+  IoStats physical_wal;      // the write-ahead log (both its files)
+  IoStats physical_journal;  // the checkpoint journal
+  IoStats physical_buffer;   // the write buffer's copy
+  IoStats physical_values;   // the value file
+  IoStats physical_spacemap; // the value file's space map
 };
 
 }  // namespace roundtable
 
-#endif  // ROUNDTABLE_ENGINE_OPTIONS_H_
+#endif  // ROUNDTABLE_OPTIONS_H_

@@ -14,8 +14,8 @@
 //
 // Thread-safety: const calls may run concurrently; AddNode, RemoveNode and
 // Assign need external synchronisation against every other call.
-#ifndef ROUNDTABLE_ENGINE_MAPPING_PLACEMENT_H_
-#define ROUNDTABLE_ENGINE_MAPPING_PLACEMENT_H_
+#ifndef ROUNDTABLE_PLACEMENT_H_
+#define ROUNDTABLE_PLACEMENT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +31,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "roundtable/export.h"
 
 namespace roundtable::mapping {
 
@@ -75,7 +76,7 @@ struct PlacementParams {
   uint64_t seed = 0;            // where nodes land (ring points, tables)
 };
 
-class Placement {
+class ROUNDTABLE_EXPORT Placement {
  public:
   virtual ~Placement() = default;
 
@@ -147,24 +148,24 @@ class Placement {
 };
 
 // The scheme names MakePlacement accepts, in a stable order.
-std::vector<std::string> PlacementNames();
+ROUNDTABLE_EXPORT std::vector<std::string> PlacementNames();
 
 // Builds a scheme by name with no nodes. InvalidArgument for an unknown name
 // or a bad parameter (s0 or probes or choices 0, c <= 1, a table_size that
 // is not a prime, vnodes 0).
-absl::StatusOr<std::unique_ptr<Placement>> MakePlacement(
+ROUNDTABLE_EXPORT absl::StatusOr<std::unique_ptr<Placement>> MakePlacement(
     std::string_view name, const PlacementParams& params);
 
 // Whether n is prime, the smallest prime >= n, and Maglev's default table size
 // for n nodes: the smallest prime >= max(65537, 100 n) (its authors' advice: M
 // well above 100 n keeps each node's share within about 1% of the average).
-bool IsPrime(uint64_t n);
-uint64_t NextPrime(uint64_t n);
-uint64_t MaglevTableSizeFor(uint64_t nodes);
+ROUNDTABLE_EXPORT bool IsPrime(uint64_t n);
+ROUNDTABLE_EXPORT uint64_t NextPrime(uint64_t n);
+ROUNDTABLE_EXPORT uint64_t MaglevTableSizeFor(uint64_t nodes);
 
 // Bounded loads' capacity: ceil(c * keys * weight / total_weight), the most
 // keys a node of `weight` takes.
-uint64_t BoundedCapacity(double c, uint64_t keys, double weight,
+ROUNDTABLE_EXPORT uint64_t BoundedCapacity(double c, uint64_t keys, double weight,
                          double total_weight);
 
 // One key's move: key index (into PlacedKeys::hashes()), from, to.
@@ -178,7 +179,7 @@ struct Move {
 // node changes; each change returns the keys it moved. Every change
 // re-places the whole set (O(keys) Locate calls, or one Assign): this is a
 // simulator's and a test's tool, not a directory for a live cluster.
-class PlacedKeys {
+class ROUNDTABLE_EXPORT PlacedKeys {
  public:
   explicit PlacedKeys(Placement* placement) : placement_(placement) {}
 
@@ -209,4 +210,4 @@ class PlacedKeys {
 
 }  // namespace roundtable::mapping
 
-#endif  // ROUNDTABLE_ENGINE_MAPPING_PLACEMENT_H_
+#endif  // ROUNDTABLE_PLACEMENT_H_

@@ -1,0 +1,41 @@
+# What `cmake --install` puts under the prefix (docs/packaging.md): the
+# public headers, libroundtable.so.MAJOR and libroundtable.a, the CMake
+# package (roundtableConfig.cmake, its version file and the exported
+# targets roundtable::roundtable and roundtable::roundtable_static),
+# roundtable.pc and the tools.
+include(CMakePackageConfigHelpers)
+
+install(DIRECTORY ${RT_PUBLIC_INCLUDE}/roundtable
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.h")
+install(FILES ${RT_GENERATED_INCLUDE}/roundtable/version.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/roundtable)
+install(TARGETS ${rt_library_targets} EXPORT roundtableTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+set(rt_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/roundtable)
+install(EXPORT roundtableTargets NAMESPACE roundtable::
+        DESTINATION ${rt_cmake_dir})
+configure_package_config_file(
+  ${PROJECT_SOURCE_DIR}/engine/roundtableConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/roundtableConfig.cmake
+  INSTALL_DESTINATION ${rt_cmake_dir})
+write_basic_package_version_file(
+  ${PROJECT_BINARY_DIR}/roundtableConfigVersion.cmake
+  COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/roundtableConfig.cmake
+              ${PROJECT_BINARY_DIR}/roundtableConfigVersion.cmake
+        DESTINATION ${rt_cmake_dir})
+
+# pkg-config: the shared library by default, the static one with --static
+# (then liburing, xxHash and Abseil's libraries come from Requires.private).
+configure_file(${PROJECT_SOURCE_DIR}/engine/roundtable.pc.in
+               ${PROJECT_BINARY_DIR}/roundtable.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/roundtable.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+if(RT_BUILD_TOOLS)
+  install(TARGETS roundtable blockbench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
