@@ -375,6 +375,33 @@ absl::Status Table::Impl::Close() {
   return s;
 }
 
+absl::StatusOr<uint64_t> Table::Impl::Count() {
+  ReaderMutexLock lock(&mu_);
+  RT_RETURN_IF_ERROR(CheckOpen());
+  // A buffered put adds a record unless its key is stored already, in its
+  // bucket's stash list or block.
+  uint64_t count = table_.record_count();
+  absl::Status status;
+  std::string scratch;
+  buffer_.records().ForEachList(
+      [&](uint64_t b, const internal::Stash::List& list) {
+        for (const internal::Stash::Entry& e : list) {
+          if (!status.ok()) return;
+          const std::string_view key = e.record.key();
+          if (table_.stash().Find(b, key, e.hash) != nullptr) continue;
+          absl::StatusOr<bool> stored =
+              store_.Find(b, key, internal::TagOf(e.hash), &scratch);
+          if (!stored.ok()) {
+            status = stored.status();
+          } else if (!*stored) {
+            ++count;
+          }
+        }
+      });
+  RT_RETURN_IF_ERROR(status);
+  return count;
+}
+
 TableStats Table::Impl::GetStats() const {
   ReaderMutexLock lock(&mu_);
   // The physical ledgers count the last checkpoint's writes.
@@ -616,6 +643,7 @@ std::unique_ptr<Iterator> Table::NewIterator() {
 }
 absl::Status Table::Close() { return impl_->Close(); }
 TableStats Table::GetStats() const { return impl_->GetStats(); }
+absl::StatusOr<uint64_t> Table::Count() { return impl_->Count(); }
 absl::Status Table::Check() { return impl_->Check(); }
 size_t Table::max_record_bytes() const { return impl_->max_record_bytes(); }
 size_t Table::max_key_bytes() const { return impl_->max_key_bytes(); }

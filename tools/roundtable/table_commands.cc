@@ -211,7 +211,8 @@ absl::Status RunScan(const std::string& dir, std::ostream& out) {
   return table->Close();
 }
 
-std::string StatsJson(const TableStats& s, uint64_t file_bytes) {
+std::string StatsJson(const TableStats& s, uint64_t records,
+                      uint64_t file_bytes) {
   auto ledger = [](const io::IoStats& p) {
     return absl::StrFormat(
         "{\"blocks_read\":%d,\"bytes_read\":%d,\"blocks_written\":%d,"
@@ -222,7 +223,8 @@ std::string StatsJson(const TableStats& s, uint64_t file_bytes) {
   };
   const LogicalLedger& l = s.logical;
   return absl::StrFormat(
-      "{\"buckets\":%d,\"records\":%d,\"stash_records\":%d,"
+      "{\"buckets\":%d,\"records\":%d,\"stored_records\":%d,"
+      "\"stash_records\":%d,"
       "\"stash_bytes\":%d,\"buffered_records\":%d,\"buffered_bytes\":%d,"
       "\"block_size\":%d,\"s0\":%d,\"epsilon\":%g,"
       "\"data_bytes\":%d,\"utilization\":%.6f,\"file_bytes\":%d,"
@@ -242,8 +244,8 @@ std::string StatsJson(const TableStats& s, uint64_t file_bytes) {
       "\"physical_wal\":%s,\"physical_journal\":%s,"
       "\"physical_write_buffer_copy\":%s,\"physical_values\":%s,"
       "\"physical_spacemap\":%s}",
-      s.buckets, s.records, s.stash_records, s.stash_bytes, s.buffered_records,
-      s.buffered_bytes, s.block_size, s.s0, s.epsilon, s.data_bytes,
+      s.buckets, records, s.records, s.stash_records, s.stash_bytes,
+      s.buffered_records, s.buffered_bytes, s.block_size, s.s0, s.epsilon, s.data_bytes,
       s.utilization, file_bytes, l.get_reads, l.put_reads, l.put_writes,
       l.delete_reads, l.delete_writes, l.grow_reads, l.grow_writes,
       l.shrink_reads, l.shrink_writes, l.stash_copy_writes, l.buffer_drains,
@@ -259,10 +261,11 @@ std::string StatsJson(const TableStats& s, uint64_t file_bytes) {
 
 absl::Status RunStats(const std::string& dir, bool json, std::ostream& out) {
   RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, true));
+  RT_ASSIGN_OR_RETURN(const uint64_t records, table->Count());
   const TableStats s = table->GetStats();
   const uint64_t bytes = TableBytes(dir);
   if (json) {
-    out << StatsJson(s, bytes) << '\n';
+    out << StatsJson(s, records, bytes) << '\n';
   } else {
     out << absl::StrFormat(
         "records        %d\nbuckets        %d\nstash records  %d (%.4f%%)\n"
@@ -271,8 +274,8 @@ absl::Status RunStats(const std::string& dir, bool json, std::ostream& out) {
         "s0             %d\nepsilon        %g\n"
         "large values   %d (%d bytes, out of line)\n"
         "value file     %d bytes (%d free)\nfile bytes     %d\n",
-        s.records, s.buckets, s.stash_records,
-        s.records ? 100.0 * s.stash_records / s.records : 0.0,
+        records, s.buckets, s.stash_records,
+        records ? 100.0 * s.stash_records / records : 0.0,
         s.buffered_records, s.data_bytes, s.utilization, s.block_size, s.s0,
         s.epsilon, s.value_count, s.value_bytes, s.value_file_bytes,
         s.value_free_bytes, bytes);
@@ -283,12 +286,13 @@ absl::Status RunStats(const std::string& dir, bool json, std::ostream& out) {
 absl::Status RunCheck(const std::string& dir, std::ostream& out) {
   RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, true));
   RT_RETURN_IF_ERROR(table->Check());
+  RT_ASSIGN_OR_RETURN(const uint64_t records, table->Count());
   const TableStats s = table->GetStats();
   out << absl::StrFormat(
-      "ok: %d records in %d buckets (%d in the stash) and %d puts in the "
-      "write buffer, %d values out of line, every checksum and placement "
+      "ok: %d records in %d buckets (%d in the stash, %d puts in the "
+      "write buffer), %d values out of line, every checksum and placement "
       "verified\n",
-      s.records, s.buckets, s.stash_records, s.buffered_records,
+      records, s.buckets, s.stash_records, s.buffered_records,
       s.value_count);
   return table->Close();
 }

@@ -53,8 +53,10 @@ absl::Status RunCheck(const std::string& dir, std::ostream& out);
 absl::Status RunDemo(const std::string& dir, uint64_t records, bool progress,
                      std::ostream& out);
 
-// Stats as one JSON object (the fields of TableStats).
-std::string StatsJson(const TableStats& s, uint64_t file_bytes);
+// Stats as one JSON object: the fields of TableStats, with `records` the
+// exact count (Table::Count) and `stored_records` TableStats::records.
+std::string StatsJson(const TableStats& s, uint64_t records,
+                      uint64_t file_bytes);
 
 }  // namespace roundtable::cli
 

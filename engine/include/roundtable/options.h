@@ -128,6 +128,8 @@ struct WriteOptions {
 
 struct TableStats {
   uint64_t buckets = 0;  // m
+  // Records in the blocks and the stash: not the puts still in the write
+  // buffer (below), some of which add a record. Table::Count() is exact.
   uint64_t records = 0;
   uint64_t stash_records = 0;
   uint64_t stash_bytes = 0;

@@ -186,7 +186,18 @@ class ROUNDTABLE_EXPORT Table {
   // calls fail with FailedPrecondition.
   absl::Status Close();
 
+  // Counters, sizes and ledgers, read from memory (no I/O). Its `records`
+  // leaves out the puts still waiting in the write buffer: Count() is
+  // exact.
   TableStats GetStats() const;
+
+  // The exact number of records: those in blocks and the stash plus the
+  // buffered puts (TableStats::buffered_records) whose keys are not stored
+  // yet. Costs a lookup of each buffered put's key: the block of its
+  // bucket is read unless it is in memory (held or cached), so up to one
+  // block read per buffered put; nothing more without a write buffer.
+  // FailedPrecondition on a closed table; DataLoss as Get.
+  absl::StatusOr<uint64_t> Count();
 
   // Reads every block and verifies the table: the checksum of every block
   // read from the device (a cached block was verified when it was read, or
