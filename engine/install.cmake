@@ -31,6 +31,11 @@ install(FILES ${PROJECT_BINARY_DIR}/roundtableConfig.cmake
 
 # pkg-config: the shared library by default, the static one with --static
 # (then liburing, xxHash and Abseil's libraries come from Requires.private).
+# Relocatable: the prefix is found from the .pc file's own place, so a
+# prefix given to `cmake --install --prefix` works as well as the
+# configured one.
+file(RELATIVE_PATH rt_pc_to_prefix "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
+string(REGEX REPLACE "/$" "" rt_pc_to_prefix "${rt_pc_to_prefix}")
 configure_file(${PROJECT_SOURCE_DIR}/engine/roundtable.pc.in
                ${PROJECT_BINARY_DIR}/roundtable.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/roundtable.pc

@@ -24,6 +24,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "roundtable/version.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "io/block_device.h"
@@ -261,6 +263,12 @@ int main(int argc, char** argv) {
       "blockbench --file=PATH [--size=1G] [--pattern=randread] "
       "[--block_size=4096] [--qd=1] [--direct] [--backend=auto] "
       "[--seconds=10] [--json]");
+  absl::FlagsUsageConfig usage_config;
+  usage_config.version_string = [] {
+    return std::string("blockbench (roundtable " ROUNDTABLE_VERSION_STRING
+                       ")\n");
+  };
+  absl::SetFlagsUsageConfig(usage_config);
   absl::ParseCommandLine(argc, argv);
   roundtable::io::Settings s;
   s.file = absl::GetFlag(FLAGS_file);

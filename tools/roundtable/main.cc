@@ -38,10 +38,12 @@
 #include "absl/flags/reflection.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "io/base/status_macros.h"
+#include "roundtable/version.h"
 #include "tools/roundtable/balance.h"
 #include "tools/roundtable/map_command.h"
 #include "tools/roundtable/placement_experiment.h"
@@ -539,6 +541,11 @@ int TableCommand(const std::vector<std::string>& words) {
 
 int Main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
+  absl::FlagsUsageConfig usage_config;
+  usage_config.version_string = [] {
+    return std::string("roundtable " ROUNDTABLE_VERSION_STRING "\n");
+  };
+  absl::SetFlagsUsageConfig(usage_config);
   // The command words are every argument that is not a flag: a flag is
   // "-" or "--" and a letter (no flag's name starts otherwise), so "-1" or
   // "-" is a word, and everything after "--" is one, whatever it looks
