@@ -2,7 +2,8 @@
 # public headers, libroundtable.so.MAJOR and libroundtable.a, the CMake
 # package (roundtableConfig.cmake, its version file and the exported
 # targets roundtable::roundtable and roundtable::roundtable_static),
-# roundtable.pc and the tools.
+# roundtable.pc, the tools and (engine/python/CMakeLists.txt) the Python
+# module.
 include(CMakePackageConfigHelpers)
 
 install(DIRECTORY ${RT_PUBLIC_INCLUDE}/roundtable

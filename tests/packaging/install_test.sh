@@ -4,10 +4,13 @@
 # find_package, the C one with pkg-config (shared, then --static), the
 # Python one with the installed module; then runs each, and the installed
 # tools. Nothing is written by hand but the prefix.
-#   install_test.sh BUILD_DIR SOURCE_DIR
+#   install_test.sh BUILD_DIR SOURCE_DIR [PYTHON]
+# PYTHON: the interpreter the module was built for (no Python example
+# without it).
 set -euo pipefail
 build=$1
 top=$2
+python=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
@@ -59,14 +62,15 @@ ldd "$tmp/c_static/example" | grep -q libroundtable &&
 out=$("$tmp/c_static/example" "$tmp/c_static_table")
 grep -q "alice = 42" <<<"$out" || fail "static C example: $out"
 
-# Python: the installed module, with Debian's python3.
-if [ -f "$top/docs/examples/python/example.py" ] &&
-   [ -n "$(find "$prefix" -name 'roundtable' -path '*-packages/*' -type d)" ]; then
-  pydir=$(dirname "$(find "$prefix" -name roundtable -path '*-packages/*' -type d | head -1)")
-  out=$(cd "$tmp" && PYTHONPATH=$pydir /usr/bin/python3 \
+# Python: the installed module, with the interpreter it was built for.
+if [ -n "$python" ]; then
+  package=$(find "$prefix" -name roundtable -path '*/dist-packages/*' -type d)
+  [ -n "$package" ] || fail "no Python package installed"
+  out=$(cd "$tmp" && PYTHONPATH=$(dirname "$package") "$python" \
         "$top/docs/examples/python/example.py" "$tmp/py_table")
   grep -q "alice = 42" <<<"$out" || fail "Python example: $out"
   grep -q "roundtable $version" <<<"$out" || fail "Python example: $out"
+  grep -q "dbm: b.value." <<<"$out" || fail "Python example: $out"
 fi
 
 # The tools.

@@ -1,0 +1,601 @@
+// roundtable._roundtable: the Python binding of the table and the
+// placement library (pybind11). roundtable/__init__.py is the module users
+// import; it defines the exception classes and hands them to
+// _set_exceptions, so that every status raised here is one of them.
+//
+// Keys and values are bytes, or str (encoded as UTF-8); values may also be
+// any object with the buffer protocol (bytearray, memoryview). Reads and
+// writes hold the GIL (a point read or write takes about a microsecond, less
+// than releasing it would add); Sync, Flush, Checkpoint, Check, Close and
+// synced writes release it.
+//
+// Thread-safety: a Table may be used from any number of Python threads, as
+// the C++ Table; an iterator from one at a time.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#ifndef XXH_INLINE_ALL
+#define XXH_INLINE_ALL
+#endif
+#include <xxhash.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "roundtable/placement.h"
+#include "roundtable/table.h"
+#include "roundtable/version.h"
+
+namespace py = pybind11;
+
+namespace roundtable::python {
+namespace {
+
+// The exception class of each status code, set by __init__.py; a code it
+// does not name raises the class of UNKNOWN (roundtable.Error).
+py::dict& ExceptionClasses() {
+  static py::dict* classes = new py::dict();
+  return *classes;
+}
+
+// A status as a C++ exception, translated to its Python class.
+struct StatusError {
+  absl::Status status;
+};
+
+void Raise(absl::Status status) {
+  if (!status.ok()) throw StatusError{std::move(status)};
+}
+
+template <typename T>
+T ValueOr(absl::StatusOr<T> v) {
+  if (!v.ok()) Raise(v.status());
+  return *std::move(v);
+}
+
+// The bytes of a key or value argument; `holder` keeps a buffer's view
+// alive while the bytes are used.
+std::string_view BytesOf(py::handle h, std::optional<py::buffer_info>* holder,
+                         const char* what) {
+  PyObject* o = h.ptr();
+  if (PyBytes_Check(o)) {
+    return {PyBytes_AS_STRING(o), static_cast<size_t>(PyBytes_GET_SIZE(o))};
+  }
+  if (PyUnicode_Check(o)) {
+    Py_ssize_t n = 0;
+    const char* p = PyUnicode_AsUTF8AndSize(o, &n);
+    if (p == nullptr) throw py::error_already_set();
+    return {p, static_cast<size_t>(n)};
+  }
+  if (holder != nullptr && PyObject_CheckBuffer(o)) {
+    holder->emplace(py::reinterpret_borrow<py::buffer>(h).request());
+    const py::buffer_info& b = **holder;
+    if (b.ndim > 1 || (b.ndim == 1 && b.strides[0] != b.itemsize)) {
+      throw py::type_error(std::string(what) + " must be a contiguous buffer");
+    }
+    return {static_cast<const char*>(b.ptr),
+            static_cast<size_t>(b.size * b.itemsize)};
+  }
+  throw py::type_error(std::string(what) + " must be bytes or str, not " +
+                       std::string(py::str(h.get_type().attr("__name__"))));
+}
+
+std::string_view KeyOf(py::handle h) { return BytesOf(h, nullptr, "key"); }
+
+// KeyError(key), as a dict raises it.
+[[noreturn]] void RaiseKeyError(py::handle key) {
+  PyErr_SetObject(PyExc_KeyError, key.ptr());
+  throw py::error_already_set();
+}
+
+py::bytes ToBytes(std::string_view s) {
+  return py::reinterpret_steal<py::bytes>(
+      PyBytes_FromStringAndSize(s.data(), static_cast<Py_ssize_t>(s.size())));
+}
+
+py::dict LedgerDict(const IoStats& p) {
+  py::dict d;
+  d["blocks_read"] = p.blocks_read;
+  d["bytes_read"] = p.bytes_read;
+  d["blocks_written"] = p.blocks_written;
+  d["bytes_written"] = p.bytes_written;
+  d["read_ops"] = p.read_ops;
+  d["write_ops"] = p.write_ops;
+  d["submissions"] = p.submissions;
+  d["syncs"] = p.syncs;
+  d["wait_ns"] = p.wait_ns;
+  return d;
+}
+
+py::dict StatsDict(const TableStats& s) {
+  py::dict d;
+  d["buckets"] = s.buckets;
+  d["records"] = s.records;
+  d["stash_records"] = s.stash_records;
+  d["stash_bytes"] = s.stash_bytes;
+  d["buffered_records"] = s.buffered_records;
+  d["buffered_bytes"] = s.buffered_bytes;
+  d["data_bytes"] = s.data_bytes;
+  d["block_size"] = s.block_size;
+  d["block_records"] = s.block_records;
+  d["s0"] = s.s0;
+  d["epsilon"] = s.epsilon;
+  d["utilization"] = s.utilization;
+  py::dict l;
+  const LogicalLedger& g = s.logical;
+  l["get_reads"] = g.get_reads;
+  l["put_reads"] = g.put_reads;
+  l["put_writes"] = g.put_writes;
+  l["delete_reads"] = g.delete_reads;
+  l["delete_writes"] = g.delete_writes;
+  l["grow_reads"] = g.grow_reads;
+  l["grow_writes"] = g.grow_writes;
+  l["shrink_reads"] = g.shrink_reads;
+  l["shrink_writes"] = g.shrink_writes;
+  l["stash_copy_writes"] = g.stash_copy_writes;
+  l["buffer_drains"] = g.buffer_drains;
+  l["distribute_drains"] = g.distribute_drains;
+  l["grows"] = g.grows;
+  l["shrinks"] = g.shrinks;
+  d["logical"] = l;
+  d["cache_hits"] = s.cache_hits;
+  d["held_hits"] = s.held_hits;
+  d["cache_misses"] = s.cache_misses;
+  d["held_blocks"] = s.held_blocks;
+  d["value_count"] = s.value_count;
+  d["value_bytes"] = s.value_bytes;
+  d["value_file_bytes"] = s.value_file_bytes;
+  d["value_free_bytes"] = s.value_free_bytes;
+  d["wal_bytes"] = s.wal_bytes;
+  d["checkpoints"] = s.checkpoints;
+  d["recovered_records"] = s.recovered_records;
+  d["recovered_journal"] = s.recovered_journal;
+  d["recovery_ns"] = s.recovery_ns;
+  d["physical_blocks"] = LedgerDict(s.physical_blocks);
+  d["physical_stash"] = LedgerDict(s.physical_stash);
+  d["physical_wal"] = LedgerDict(s.physical_wal);
+  d["physical_journal"] = LedgerDict(s.physical_journal);
+  d["physical_buffer"] = LedgerDict(s.physical_buffer);
+  d["physical_values"] = LedgerDict(s.physical_values);
+  d["physical_spacemap"] = LedgerDict(s.physical_spacemap);
+  return d;
+}
+
+Backend ParseBackendName(const std::string& name) {
+  if (name == "auto") return Backend::kAuto;
+  if (name == "uring") return Backend::kUring;
+  if (name == "posix") return Backend::kPosix;
+  if (name == "memory") return Backend::kMemory;
+  if (name == "mmap") return Backend::kMmap;
+  Raise(absl::InvalidArgumentError(
+      "backend must be auto, uring, posix, memory or mmap, not " + name));
+  return Backend::kAuto;
+}
+
+// The Python Table: owns the C++ one.
+class PyTable {
+ public:
+  PyTable(const std::string& path, bool create, bool read_only,
+          bool error_if_exists, std::optional<uint32_t> block_size,
+          std::optional<uint64_t> s0, std::optional<double> epsilon,
+          std::optional<uint64_t> hash_seed,
+          std::optional<uint32_t> block_records,
+          std::optional<uint64_t> block_cache_bytes,
+          std::optional<uint64_t> checkpoint_bytes,
+          std::optional<uint64_t> write_buffer_bytes,
+          std::optional<uint64_t> value_checkpoint_bytes,
+          const std::string& backend, bool direct_io, bool paranoid_checks,
+          bool sync)
+      : path_(path), sync_(sync) {
+    Options o;
+    o.create_if_missing = create;
+    o.read_only = read_only;
+    o.error_if_exists = error_if_exists;
+    o.block_size = block_size;
+    o.s0 = s0;
+    o.epsilon = epsilon;
+    o.hash_seed = hash_seed;
+    o.block_records = block_records;
+    if (block_cache_bytes) o.block_cache_bytes = *block_cache_bytes;
+    if (checkpoint_bytes) o.checkpoint_bytes = *checkpoint_bytes;
+    if (write_buffer_bytes) o.write_buffer_bytes = *write_buffer_bytes;
+    if (value_checkpoint_bytes) {
+      o.value_checkpoint_bytes = *value_checkpoint_bytes;
+    }
+    o.backend = ParseBackendName(backend);
+    o.direct_io = direct_io;
+    o.paranoid_checks = paranoid_checks;
+    absl::StatusOr<std::unique_ptr<Table>> t;
+    {
+      py::gil_scoped_release release;
+      t = Table::Open(o, path);
+    }
+    table_ = ValueOr(std::move(t));
+  }
+
+  py::object Get(py::handle key, py::object fallback) {
+    thread_local std::string value;
+    const absl::Status s = table_->Get(KeyOf(key), &value);
+    if (s.ok()) return ToBytes(value);
+    if (absl::IsNotFound(s)) return fallback;
+    Raise(s);
+    return py::none();
+  }
+
+  py::bytes GetItem(py::handle key) {
+    thread_local std::string value;
+    const absl::Status s = table_->Get(KeyOf(key), &value);
+    if (absl::IsNotFound(s)) RaiseKeyError(key);
+    Raise(s);
+    return ToBytes(value);
+  }
+
+  bool Contains(py::handle key) {
+    thread_local std::string value;
+    const absl::Status s = table_->Get(KeyOf(key), &value);
+    if (absl::IsNotFound(s)) return false;
+    Raise(s);
+    return true;
+  }
+
+  void Put(py::handle key, py::handle value, bool sync) {
+    std::optional<py::buffer_info> holder;
+    const std::string_view k = KeyOf(key);
+    const std::string_view v = BytesOf(value, &holder, "value");
+    if (sync || sync_) {
+      absl::Status s;
+      {
+        py::gil_scoped_release release;
+        s = table_->Put(k, v, {.sync = true});
+      }
+      Raise(s);
+    } else {
+      Raise(table_->Put(k, v));
+    }
+  }
+
+  void SetItem(py::handle key, py::handle value) { Put(key, value, false); }
+
+  void Delete(py::handle key, bool sync) {
+    const std::string_view k = KeyOf(key);
+    if (sync || sync_) {
+      absl::Status s;
+      {
+        py::gil_scoped_release release;
+        s = table_->Delete(k, {.sync = true});
+      }
+      Raise(s);
+    } else {
+      Raise(table_->Delete(k));
+    }
+  }
+
+  // del table[key]: KeyError for an absent key, as a dict (one lookup
+  // more than delete()).
+  void DelItem(py::handle key) {
+    if (!Contains(key)) RaiseKeyError(key);
+    Delete(key, false);
+  }
+
+  py::list MultiGet(py::iterable keys) {
+    std::vector<std::string_view> views;
+    std::vector<py::object> kept;  // the keys' objects outlive the views
+    for (py::handle k : keys) {
+      kept.push_back(py::reinterpret_borrow<py::object>(k));
+      views.push_back(KeyOf(k));
+    }
+    std::vector<absl::StatusOr<std::string>> got = table_->MultiGet(views);
+    py::list out(got.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (got[i].ok()) {
+        out[i] = ToBytes(*got[i]);
+      } else if (absl::IsNotFound(got[i].status())) {
+        out[i] = py::none();
+      } else {
+        Raise(got[i].status());
+      }
+    }
+    return out;
+  }
+
+  void Write(const WriteBatch& batch, bool sync) {
+    absl::Status s;
+    if (sync || sync_) {
+      py::gil_scoped_release release;
+      s = table_->Write(batch, {.sync = true});
+    } else {
+      s = table_->Write(batch);
+    }
+    Raise(s);
+  }
+
+  uint64_t Count() { return ValueOr(table_->Count()); }
+
+  template <typename Fn>
+  void Released(Fn fn) {
+    absl::Status s;
+    {
+      py::gil_scoped_release release;
+      s = fn(*table_);
+    }
+    Raise(s);
+  }
+
+  void Close() {
+    if (closed_) return;
+    Released([](Table& t) { return t.Close(); });
+    closed_ = true;
+  }
+
+  Table& table() { return *table_; }
+  const std::string& path() const { return path_; }
+  bool closed() const { return closed_; }
+
+ private:
+  std::string path_;
+  bool sync_ = false;
+  bool closed_ = false;
+  std::unique_ptr<Table> table_;
+};
+
+// Iterates a table's keys, values or (key, value) pairs.
+class PyIterator {
+ public:
+  enum class Kind { kKeys, kValues, kItems };
+  PyIterator(py::object owner, PyTable& table, Kind kind)
+      : owner_(std::move(owner)), it_(table.table().NewIterator()),
+        kind_(kind) {}
+
+  py::object Next() {
+    if (!started_) {
+      started_ = true;
+    } else if (it_->Valid()) {
+      it_->Next();
+    }
+    if (!it_->Valid()) {
+      Raise(it_->status());
+      throw py::stop_iteration();
+    }
+    switch (kind_) {
+      case Kind::kKeys:
+        return ToBytes(it_->key());
+      case Kind::kValues:
+        return ToBytes(it_->value());
+      case Kind::kItems:
+        return py::make_tuple(ToBytes(it_->key()), ToBytes(it_->value()));
+    }
+    return py::none();
+  }
+
+ private:
+  py::object owner_;  // the table, kept alive while the walk lasts
+  std::unique_ptr<Iterator> it_;
+  Kind kind_;
+  bool started_ = false;
+};
+
+uint64_t HashKey(py::handle key, uint64_t seed) {
+  const std::string_view k = KeyOf(key);
+  return XXH3_64bits_withSeed(k.data(), k.size(), seed);
+}
+
+void DefinePlacement(py::module_& m) {
+  py::module_ p = m.def_submodule(
+      "placement", "Placing keys on servers: round-hashing and its peers.");
+  p.def("names", &mapping::PlacementNames,
+        "The placement schemes' names, in a stable order.");
+  p.def("hash_key", &HashKey, py::arg("key"), py::arg("seed") = 0,
+        "The 64-bit XXH3 hash of a key (bytes or str) that locate takes.");
+  py::class_<mapping::Placement>(p, "Placement")
+      .def(py::init([](const std::string& name, uint64_t s0, uint64_t vnodes,
+                       uint64_t table_size, uint64_t probes, double c,
+                       uint64_t choices, uint64_t seed) {
+             mapping::PlacementParams params;
+             params.s0 = s0;
+             params.vnodes = vnodes;
+             params.table_size = table_size;
+             params.probes = probes;
+             params.c = c;
+             params.choices = choices;
+             params.seed = seed;
+             return ValueOr(mapping::MakePlacement(name, params));
+           }),
+           py::arg("name"), py::kw_only(), py::arg("s0") = 8,
+           py::arg("vnodes") = 100, py::arg("table_size") = 65537,
+           py::arg("probes") = 21, py::arg("c") = 1.25,
+           py::arg("choices") = 2, py::arg("seed") = 0)
+      .def_property_readonly("name",
+                             [](const mapping::Placement& s) {
+                               return std::string(s.name());
+                             })
+      .def_property_readonly("params", &mapping::Placement::params)
+      .def_property_readonly(
+          "nodes",
+          [](const mapping::Placement& s) {
+            return std::vector<uint64_t>(s.nodes().begin(), s.nodes().end());
+          })
+      .def("__len__", &mapping::Placement::num_nodes)
+      .def(
+          "add_node",
+          [](mapping::Placement& s, uint64_t node, double weight) {
+            Raise(s.AddNode(node, weight));
+          },
+          py::arg("node"), py::arg("weight") = 1.0)
+      .def(
+          "add_nodes",
+          [](mapping::Placement& s, const std::vector<uint64_t>& nodes) {
+            Raise(s.AddNodes(nodes));
+          },
+          py::arg("nodes"))
+      .def(
+          "remove_node",
+          [](mapping::Placement& s, uint64_t node) { Raise(s.RemoveNode(node)); },
+          py::arg("node"))
+      .def(
+          "locate",
+          [](const mapping::Placement& s, uint64_t hash) -> py::object {
+            const mapping::NodeId n = s.Locate(hash);
+            if (n == mapping::kNoNode) return py::none();
+            return py::int_(n);
+          },
+          py::arg("hash"),
+          "The node of a key with this 64-bit hash, or None when the scheme "
+          "has no node to offer.")
+      .def(
+          "locate_key",
+          [](const mapping::Placement& s, py::handle key) -> py::object {
+            const mapping::NodeId n = s.Locate(HashKey(key, 0));
+            if (n == mapping::kNoNode) return py::none();
+            return py::int_(n);
+          },
+          py::arg("key"), "locate(hash_key(key)).");
+}
+
+}  // namespace
+}  // namespace roundtable::python
+
+PYBIND11_MODULE(_roundtable, m) {
+  using namespace roundtable;          // NOLINT
+  using namespace roundtable::python;  // NOLINT
+  m.doc() = "roundtable's binding; import roundtable.";
+  m.attr("__version__") = ROUNDTABLE_VERSION_STRING;
+
+  m.def("_set_exceptions", [](py::dict classes) {
+    ExceptionClasses().clear();
+    for (auto [code, cls] : classes) ExceptionClasses()[code] = cls;
+  });
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const StatusError& e) {
+      py::dict& classes = ExceptionClasses();
+      const py::int_ code(static_cast<int>(e.status.code()));
+      py::object cls = classes.contains(code) ? classes[code]
+                       : classes.contains(py::int_(2))
+                           ? classes[py::int_(2)]
+                           : py::reinterpret_borrow<py::object>(
+                                 PyExc_RuntimeError);
+      const absl::string_view message = e.status.message();
+      PyErr_SetObject(cls.ptr(),
+                      py::str(message.data(), message.size()).ptr());
+    }
+  });
+
+  py::class_<WriteBatch>(m, "WriteBatch",
+                         "Puts and deletes that Table.write applies in "
+                         "order, all or nothing.")
+      .def(py::init<>())
+      .def(
+          "put",
+          [](WriteBatch& b, py::handle key, py::handle value) {
+            std::optional<py::buffer_info> holder;
+            b.Put(KeyOf(key), BytesOf(value, &holder, "value"));
+          },
+          py::arg("key"), py::arg("value"))
+      .def(
+          "delete", [](WriteBatch& b, py::handle key) { b.Delete(KeyOf(key)); },
+          py::arg("key"))
+      .def("clear", &WriteBatch::Clear)
+      .def("__len__", &WriteBatch::Count);
+
+  py::class_<PyIterator>(m, "_Iterator")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &PyIterator::Next);
+
+  py::class_<PyTable>(m, "Table", py::dynamic_attr())
+      .def(py::init<const std::string&, bool, bool, bool,
+                    std::optional<uint32_t>, std::optional<uint64_t>,
+                    std::optional<double>, std::optional<uint64_t>,
+                    std::optional<uint32_t>, std::optional<uint64_t>,
+                    std::optional<uint64_t>, std::optional<uint64_t>,
+                    std::optional<uint64_t>, const std::string&, bool, bool,
+                    bool>(),
+           py::arg("path"), py::kw_only(), py::arg("create") = true,
+           py::arg("read_only") = false, py::arg("error_if_exists") = false,
+           py::arg("block_size") = py::none(), py::arg("s0") = py::none(),
+           py::arg("epsilon") = py::none(), py::arg("hash_seed") = py::none(),
+           py::arg("block_records") = py::none(),
+           py::arg("block_cache_bytes") = py::none(),
+           py::arg("checkpoint_bytes") = py::none(),
+           py::arg("write_buffer_bytes") = py::none(),
+           py::arg("value_checkpoint_bytes") = py::none(),
+           py::arg("backend") = "auto", py::arg("direct_io") = false,
+           py::arg("paranoid_checks") = false, py::arg("sync") = false)
+      .def("get", &PyTable::Get, py::arg("key"), py::arg("default") = py::none())
+      .def("__getitem__", &PyTable::GetItem)
+      .def("__setitem__", &PyTable::SetItem)
+      .def("__delitem__", &PyTable::DelItem)
+      .def("__contains__", &PyTable::Contains)
+      .def("__len__", &PyTable::Count)
+      .def("put", &PyTable::Put, py::arg("key"), py::arg("value"),
+           py::kw_only(), py::arg("sync") = false)
+      .def("delete", &PyTable::Delete, py::arg("key"), py::kw_only(),
+           py::arg("sync") = false)
+      .def("multi_get", &PyTable::MultiGet, py::arg("keys"))
+      .def("write", &PyTable::Write, py::arg("batch"), py::kw_only(),
+           py::arg("sync") = false)
+      .def("count", &PyTable::Count)
+      .def("__iter__",
+           [](py::object self) {
+             return PyIterator(self, self.cast<PyTable&>(),
+                               PyIterator::Kind::kKeys);
+           })
+      .def("keys",
+           [](py::object self) {
+             return PyIterator(self, self.cast<PyTable&>(),
+                               PyIterator::Kind::kKeys);
+           })
+      .def("values",
+           [](py::object self) {
+             return PyIterator(self, self.cast<PyTable&>(),
+                               PyIterator::Kind::kValues);
+           })
+      .def("items",
+           [](py::object self) {
+             return PyIterator(self, self.cast<PyTable&>(),
+                               PyIterator::Kind::kItems);
+           })
+      .def("sync",
+           [](PyTable& t) { t.Released([](Table& x) { return x.Sync(); }); })
+      .def("flush",
+           [](PyTable& t) { t.Released([](Table& x) { return x.Flush(); }); })
+      .def("checkpoint",
+           [](PyTable& t) {
+             t.Released([](Table& x) { return x.Checkpoint(); });
+           })
+      .def("check",
+           [](PyTable& t) { t.Released([](Table& x) { return x.Check(); }); })
+      .def("close", &PyTable::Close)
+      .def("stats", [](PyTable& t) { return StatsDict(t.table().GetStats()); })
+      .def_property_readonly("closed", &PyTable::closed)
+      .def_property_readonly("path", &PyTable::path)
+      .def_property_readonly("max_key_bytes",
+                             [](PyTable& t) { return t.table().max_key_bytes(); })
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__",
+           [](PyTable& t, py::handle, py::handle, py::handle) {
+             t.Close();
+             return false;
+           });
+
+  m.def(
+      "destroy",
+      [](const std::string& path) {
+        absl::Status s;
+        {
+          py::gil_scoped_release release;
+          s = DestroyTable(path);
+        }
+        Raise(s);
+      },
+      py::arg("path"), "Removes the table at path: its files and directory.");
+
+  DefinePlacement(m);
+}
