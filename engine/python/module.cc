@@ -45,13 +45,15 @@ py::dict& ExceptionClasses() {
   return *classes;
 }
 
-// A status as a C++ exception, translated to its Python class.
+// A status as a C++ exception, translated to its Python class, or to
+// `cls` when it is set.
 struct StatusError {
   absl::Status status;
+  py::object cls;
 };
 
 void Raise(absl::Status status) {
-  if (!status.ok()) throw StatusError{std::move(status)};
+  if (!status.ok()) throw StatusError{std::move(status), py::object()};
 }
 
 template <typename T>
@@ -179,6 +181,20 @@ Backend ParseBackendName(const std::string& name) {
   return Backend::kAuto;
 }
 
+// Sets the Python error of a status: its table's error class, or the class
+// of its code, or roundtable.Error (UNKNOWN's).
+void SetError(const StatusError& e) {
+  py::dict& classes = ExceptionClasses();
+  const py::int_ code(static_cast<int>(e.status.code()));
+  py::object cls = e.cls                    ? e.cls
+                   : classes.contains(code) ? classes[code]
+                   : classes.contains(py::int_(2))
+                       ? classes[py::int_(2)]
+                       : py::reinterpret_borrow<py::object>(PyExc_RuntimeError);
+  const absl::string_view message = e.status.message();
+  PyErr_SetObject(cls.ptr(), py::str(message.data(), message.size()).ptr());
+}
+
 // The Python Table: owns the C++ one.
 class PyTable {
  public:
@@ -192,8 +208,8 @@ class PyTable {
           std::optional<uint64_t> write_buffer_bytes,
           std::optional<uint64_t> value_checkpoint_bytes,
           const std::string& backend, bool direct_io, bool paranoid_checks,
-          bool sync)
-      : path_(path), sync_(sync) {
+          bool sync, py::object error_class)
+      : path_(path), sync_(sync), error_class_(std::move(error_class)) {
     Options o;
     o.create_if_missing = create;
     o.read_only = read_only;
@@ -217,7 +233,18 @@ class PyTable {
       py::gil_scoped_release release;
       t = Table::Open(o, path);
     }
-    table_ = ValueOr(std::move(t));
+    Check(t.status());
+    table_ = *std::move(t);
+  }
+
+  // Raises a status that is not OK: as the class of its code, or (for
+  // roundtable.dbm) every code but NOT_FOUND as the table's error class.
+  void Check(const absl::Status& status) const {
+    if (status.ok()) return;
+    if (!error_class_.is_none() && !absl::IsNotFound(status)) {
+      throw StatusError{status, error_class_};
+    }
+    Raise(status);
   }
 
   py::object Get(py::handle key, py::object fallback) {
@@ -225,7 +252,7 @@ class PyTable {
     const absl::Status s = table_->Get(KeyOf(key), &value);
     if (s.ok()) return ToBytes(value);
     if (absl::IsNotFound(s)) return fallback;
-    Raise(s);
+    Check(s);
     return py::none();
   }
 
@@ -233,7 +260,7 @@ class PyTable {
     thread_local std::string value;
     const absl::Status s = table_->Get(KeyOf(key), &value);
     if (absl::IsNotFound(s)) RaiseKeyError(key);
-    Raise(s);
+    Check(s);
     return ToBytes(value);
   }
 
@@ -241,7 +268,7 @@ class PyTable {
     thread_local std::string value;
     const absl::Status s = table_->Get(KeyOf(key), &value);
     if (absl::IsNotFound(s)) return false;
-    Raise(s);
+    Check(s);
     return true;
   }
 
@@ -255,13 +282,11 @@ class PyTable {
         py::gil_scoped_release release;
         s = table_->Put(k, v, {.sync = true});
       }
-      Raise(s);
+      Check(s);
     } else {
-      Raise(table_->Put(k, v));
+      Check(table_->Put(k, v));
     }
   }
-
-  void SetItem(py::handle key, py::handle value) { Put(key, value, false); }
 
   void Delete(py::handle key, bool sync) {
     const std::string_view k = KeyOf(key);
@@ -271,9 +296,9 @@ class PyTable {
         py::gil_scoped_release release;
         s = table_->Delete(k, {.sync = true});
       }
-      Raise(s);
+      Check(s);
     } else {
-      Raise(table_->Delete(k));
+      Check(table_->Delete(k));
     }
   }
 
@@ -299,7 +324,7 @@ class PyTable {
       } else if (absl::IsNotFound(got[i].status())) {
         out[i] = py::none();
       } else {
-        Raise(got[i].status());
+        Check(got[i].status());
       }
     }
     return out;
@@ -313,10 +338,14 @@ class PyTable {
     } else {
       s = table_->Write(batch);
     }
-    Raise(s);
+    Check(s);
   }
 
-  uint64_t Count() { return ValueOr(table_->Count()); }
+  uint64_t Count() {
+    absl::StatusOr<uint64_t> n = table_->Count();
+    Check(n.status());
+    return *n;
+  }
 
   template <typename Fn>
   void Released(Fn fn) {
@@ -325,7 +354,7 @@ class PyTable {
       py::gil_scoped_release release;
       s = fn(*table_);
     }
-    Raise(s);
+    Check(s);
   }
 
   void Close() {
@@ -342,6 +371,7 @@ class PyTable {
   std::string path_;
   bool sync_ = false;
   bool closed_ = false;
+  py::object error_class_;  // None: each code's own class
   std::unique_ptr<Table> table_;
 };
 
@@ -350,8 +380,8 @@ class PyIterator {
  public:
   enum class Kind { kKeys, kValues, kItems };
   PyIterator(py::object owner, PyTable& table, Kind kind)
-      : owner_(std::move(owner)), it_(table.table().NewIterator()),
-        kind_(kind) {}
+      : owner_(std::move(owner)), table_(&table),
+        it_(table.table().NewIterator()), kind_(kind) {}
 
   py::object Next() {
     if (!started_) {
@@ -360,7 +390,7 @@ class PyIterator {
       it_->Next();
     }
     if (!it_->Valid()) {
-      Raise(it_->status());
+      table_->Check(it_->status());
       throw py::stop_iteration();
     }
     switch (kind_) {
@@ -376,10 +406,147 @@ class PyIterator {
 
  private:
   py::object owner_;  // the table, kept alive while the walk lasts
+  PyTable* table_;    // owner_'s
   std::unique_ptr<Iterator> it_;
   Kind kind_;
   bool started_ = false;
 };
+
+// The table's hot methods (get, [], in, put, []=) as plain CPython
+// fast-call functions, which Python calls without pybind11's dispatch
+// (argument conversion by overload resolution costs about as much as a
+// cached Get). Each converts exceptions as pybind11 would.
+template <typename Fn>
+PyObject* Guarded(Fn fn) {
+  try {
+    return fn();
+  } catch (const StatusError& e) {
+    SetError(e);
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+// The PyTable of `self` (an instance of Table or a subclass: the method
+// descriptors check the type), or a TypeError when __init__ never ran.
+PyTable& SelfOf(PyObject* self) {
+  auto* inst = reinterpret_cast<py::detail::instance*>(self);
+  py::detail::value_and_holder v =
+      inst->get_value_and_holder(nullptr, /*throw_if_missing=*/false);
+  if (!v || !v.holder_constructed()) {
+    throw py::type_error("Table.__init__ was not called");
+  }
+  return *static_cast<PyTable*>(v.value_ptr());
+}
+
+// Finds `name` among a fast call's keyword arguments: its value, or null.
+PyObject* Keyword(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+                  const char* name, const char* function) {
+  if (kwnames == nullptr) return nullptr;
+  PyObject* found = nullptr;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i) {
+    PyObject* k = PyTuple_GET_ITEM(kwnames, i);
+    if (PyUnicode_CompareWithASCIIString(k, name) != 0) {
+      throw py::type_error(std::string(function) +
+                           "() got an unexpected keyword argument '" +
+                           std::string(py::str(k)) + "'");
+    }
+    found = args[nargs + i];
+  }
+  return found;
+}
+
+void CheckArgs(Py_ssize_t nargs, Py_ssize_t low, Py_ssize_t high,
+               const char* function) {
+  if (nargs < low || nargs > high) {
+    throw py::type_error(std::string(function) + "() takes " +
+                         std::to_string(low) +
+                         (low == high ? "" : " to " + std::to_string(high)) +
+                         " positional arguments but " + std::to_string(nargs) +
+                         " were given");
+  }
+}
+
+PyObject* FastGet(PyObject* self, PyObject* const* args, size_t n,
+                  PyObject* kwnames) {
+  return Guarded([&]() -> PyObject* {
+    const Py_ssize_t nargs = PyVectorcall_NARGS(n);
+    CheckArgs(nargs, 1, 2, "get");
+    PyObject* fallback = nargs == 2 ? args[1] : nullptr;
+    if (PyObject* kw = Keyword(args, nargs, kwnames, "default", "get")) {
+      if (fallback != nullptr) throw py::type_error("get() got default twice");
+      fallback = kw;
+    }
+    return SelfOf(self)
+        .Get(args[0], py::reinterpret_borrow<py::object>(
+                          fallback != nullptr ? fallback : Py_None))
+        .release()
+        .ptr();
+  });
+}
+
+PyObject* FastGetItem(PyObject* self, PyObject* key) {
+  return Guarded([&] { return SelfOf(self).GetItem(key).release().ptr(); });
+}
+
+PyObject* FastContains(PyObject* self, PyObject* key) {
+  return Guarded([&] {
+    return py::bool_(SelfOf(self).Contains(key)).release().ptr();
+  });
+}
+
+PyObject* FastPut(PyObject* self, PyObject* const* args, size_t n,
+                  PyObject* kwnames) {
+  return Guarded([&]() -> PyObject* {
+    const Py_ssize_t nargs = PyVectorcall_NARGS(n);
+    CheckArgs(nargs, 2, 2, "put");
+    PyObject* sync = Keyword(args, nargs, kwnames, "sync", "put");
+    const int on = sync != nullptr ? PyObject_IsTrue(sync) : 0;
+    if (on < 0) throw py::error_already_set();
+    SelfOf(self).Put(args[0], args[1], on != 0);
+    Py_RETURN_NONE;
+  });
+}
+
+PyObject* FastSetItem(PyObject* self, PyObject* const* args, size_t n) {
+  return Guarded([&]() -> PyObject* {
+    CheckArgs(PyVectorcall_NARGS(n), 2, 2, "__setitem__");
+    SelfOf(self).Put(args[0], args[1], false);
+    Py_RETURN_NONE;
+  });
+}
+
+// Replaces the pybind11 definitions of the hot methods on `cls`.
+void DefineFastMethods(py::handle cls) {
+  static PyMethodDef defs[] = {
+      {"get", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(FastGet)),
+       METH_FASTCALL | METH_KEYWORDS,
+       "get(key, default=None): the value of key (bytes), or default."},
+      {"__getitem__", FastGetItem, METH_O,
+       "table[key]: the value of key (bytes); KeyError when it is missing."},
+      {"__contains__", FastContains, METH_O, "key in table"},
+      {"put", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(FastPut)),
+       METH_FASTCALL | METH_KEYWORDS,
+       "put(key, value, *, sync=False): inserts or replaces; with sync the "
+       "write survives power loss once put returns."},
+      {"__setitem__",
+       reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(FastSetItem)),
+       METH_FASTCALL, "table[key] = value"},
+  };
+  for (PyMethodDef& def : defs) {
+    PyObject* descr =
+        PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), &def);
+    if (descr == nullptr) throw py::error_already_set();
+    const int set = PyObject_SetAttrString(cls.ptr(), def.ml_name, descr);
+    Py_DECREF(descr);
+    if (set != 0) throw py::error_already_set();
+  }
+}
 
 uint64_t HashKey(py::handle key, uint64_t seed) {
   const std::string_view k = KeyOf(key);
@@ -475,16 +642,7 @@ PYBIND11_MODULE(_roundtable, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const StatusError& e) {
-      py::dict& classes = ExceptionClasses();
-      const py::int_ code(static_cast<int>(e.status.code()));
-      py::object cls = classes.contains(code) ? classes[code]
-                       : classes.contains(py::int_(2))
-                           ? classes[py::int_(2)]
-                           : py::reinterpret_borrow<py::object>(
-                                 PyExc_RuntimeError);
-      const absl::string_view message = e.status.message();
-      PyErr_SetObject(cls.ptr(),
-                      py::str(message.data(), message.size()).ptr());
+      SetError(e);
     }
   });
 
@@ -509,14 +667,15 @@ PYBIND11_MODULE(_roundtable, m) {
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__", &PyIterator::Next);
 
-  py::class_<PyTable>(m, "Table", py::dynamic_attr())
+  py::class_<PyTable> table_class(m, "Table", py::dynamic_attr());
+  table_class
       .def(py::init<const std::string&, bool, bool, bool,
                     std::optional<uint32_t>, std::optional<uint64_t>,
                     std::optional<double>, std::optional<uint64_t>,
                     std::optional<uint32_t>, std::optional<uint64_t>,
                     std::optional<uint64_t>, std::optional<uint64_t>,
                     std::optional<uint64_t>, const std::string&, bool, bool,
-                    bool>(),
+                    bool, py::object>(),
            py::arg("path"), py::kw_only(), py::arg("create") = true,
            py::arg("read_only") = false, py::arg("error_if_exists") = false,
            py::arg("block_size") = py::none(), py::arg("s0") = py::none(),
@@ -527,15 +686,10 @@ PYBIND11_MODULE(_roundtable, m) {
            py::arg("write_buffer_bytes") = py::none(),
            py::arg("value_checkpoint_bytes") = py::none(),
            py::arg("backend") = "auto", py::arg("direct_io") = false,
-           py::arg("paranoid_checks") = false, py::arg("sync") = false)
-      .def("get", &PyTable::Get, py::arg("key"), py::arg("default") = py::none())
-      .def("__getitem__", &PyTable::GetItem)
-      .def("__setitem__", &PyTable::SetItem)
+           py::arg("paranoid_checks") = false, py::arg("sync") = false,
+           py::arg("_error_class") = py::none())
       .def("__delitem__", &PyTable::DelItem)
-      .def("__contains__", &PyTable::Contains)
       .def("__len__", &PyTable::Count)
-      .def("put", &PyTable::Put, py::arg("key"), py::arg("value"),
-           py::kw_only(), py::arg("sync") = false)
       .def("delete", &PyTable::Delete, py::arg("key"), py::kw_only(),
            py::arg("sync") = false)
       .def("multi_get", &PyTable::MultiGet, py::arg("keys"))
@@ -584,6 +738,7 @@ PYBIND11_MODULE(_roundtable, m) {
              t.Close();
              return false;
            });
+  DefineFastMethods(table_class);
 
   m.def(
       "destroy",

@@ -76,6 +76,27 @@ class TableTest(unittest.TestCase):
             with self.assertRaises(TypeError):
                 t[b"k"] = 7
 
+    def test_argument_errors_of_the_fast_methods(self):
+        with roundtable.Table(self.path) as t:
+            t.put("k", "v", sync=True)
+            t.put("k", "w", sync=0)
+            self.assertEqual(t.get("k", default=None), b"w")
+            for call in (lambda: t.get(), lambda: t.get("k", 1, 2),
+                         lambda: t.get("k", bogus=1),
+                         lambda: t.get("k", 1, default=2),
+                         lambda: t.put("k"), lambda: t.put("k", "v", "x"),
+                         lambda: t.put("k", "v", bogus=True),
+                         lambda: t.__setitem__("k"),
+                         lambda: roundtable.Table.get(object(), "k")):
+                with self.assertRaises(TypeError):
+                    call()
+
+        class Uninitialised(roundtable.Table):
+            def __init__(self):
+                pass
+        with self.assertRaises(TypeError):
+            Uninitialised().get("k")
+
     def test_get_default_and_key_error(self):
         with roundtable.Table(self.path) as t:
             self.assertIsNone(t.get("missing"))

@@ -25,71 +25,23 @@ class error(_rt.Error, OSError):
     a closed or read-only database, a damaged file, a bad argument."""
 
 
-def _mapped(fn):
-    """Calls fn, raising dbm's `error` for a roundtable error other than a
-    missing key."""
-    def call(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except _rt.NotFoundError:
-            raise
-        except _rt.Error as e:
-            raise error(str(e)) from e
-    call.__name__ = fn.__name__
-    call.__doc__ = fn.__doc__
-    return call
-
-
 class _Database(_rt.Table):
     """A dbm database: the mapping protocol over bytes (str keys and values
     are encoded as UTF-8), keys(), get(), setdefault(), firstkey() and
-    nextkey(), sync(), reorganize(), close() and the with statement."""
+    nextkey(), sync(), reorganize(), close() and the with statement. The
+    table's own methods do the work (every error but a missing key raises
+    `error`, which the table is given); only what dbm adds is here."""
 
     def __init__(self, path, *, create, read_only, sync):
         self._walk = None
-        try:
-            super().__init__(path, create=create, read_only=read_only,
-                             sync=sync)
-        except _rt.Error as e:
-            raise error(str(e)) from e
-
-    def _check_open(self):
-        if self.closed:
-            raise error("the database has been closed")
-
-    def __getitem__(self, key):
-        self._check_open()
-        return _mapped(_rt.Table.__getitem__)(self, key)
-
-    def __setitem__(self, key, value):
-        self._check_open()
-        self._walk = None
-        return _mapped(_rt.Table.__setitem__)(self, key, value)
-
-    def __delitem__(self, key):
-        self._check_open()
-        self._walk = None
-        return _mapped(_rt.Table.__delitem__)(self, key)
-
-    def __contains__(self, key):
-        self._check_open()
-        return _mapped(_rt.Table.__contains__)(self, key)
-
-    def __len__(self):
-        self._check_open()
-        return _mapped(_rt.Table.__len__)(self)
+        super().__init__(path, create=create, read_only=read_only,
+                         sync=sync, _error_class=error)
 
     def __iter__(self):
-        self._check_open()
         return iter(self.keys())
-
-    def get(self, key, default=None):
-        self._check_open()
-        return _mapped(_rt.Table.get)(self, key, default)
 
     def setdefault(self, key, default=b""):
         """The value of key; when it is missing, stores default first."""
-        self._check_open()
         value = self.get(key)
         if value is None:
             self[key] = default
@@ -98,25 +50,22 @@ class _Database(_rt.Table):
 
     def keys(self):
         """Every key, as a list of bytes (in the table's order)."""
-        self._check_open()
-        return _mapped(lambda t: list(_rt.Table.keys(t)))(self)
+        return list(super().keys())
 
     def firstkey(self):
         """The first key of a walk over the database, or None when it is
-        empty. firstkey() takes a list of the keys that nextkey() follows
-        until the database changes."""
-        self._check_open()
+        empty. The walk is a list of the keys taken here, which nextkey()
+        follows."""
         keys = self.keys()
         self._walk = {k: i for i, k in enumerate(keys)}, keys
         return keys[0] if keys else None
 
     def nextkey(self, key):
         """The key after `key` in the walk firstkey() began, or None after
-        the last (or when the database changed since)."""
-        self._check_open()
+        the last one (or for a key not in the walk)."""
         if isinstance(key, str):
             key = key.encode()
-        if self._walk is None:
+        if self._walk is None or self.closed:
             self.firstkey()
         index, keys = self._walk
         i = index.get(key)
@@ -124,29 +73,10 @@ class _Database(_rt.Table):
             return None
         return keys[i + 1]
 
-    def sync(self):
-        """Makes every write so far durable."""
-        self._check_open()
-        _mapped(_rt.Table.sync)(self)
-
     def reorganize(self):
         """Checkpoints the table: the log is emptied and freed value space
         becomes reusable (a table never needs rebuilding to stay fast)."""
-        self._check_open()
-        _mapped(_rt.Table.checkpoint)(self)
-
-    def close(self):
-        """Closes the database; later operations raise error. Closing again
-        does nothing."""
-        if not self.closed:
-            _mapped(_rt.Table.close)(self)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
+        self.checkpoint()
 
     def __repr__(self):
         state = "closed" if self.closed else "open"
