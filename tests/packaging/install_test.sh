@@ -36,7 +36,10 @@ cmake --build "$tmp/cpp" >/dev/null
 out=$("$tmp/cpp/example" "$tmp/cpp_table")
 grep -q "alice = 42, carol: not found" <<<"$out" || fail "C++ example: $out"
 grep -q "2 records, roundtable $version" <<<"$out" || fail "C++ example: $out"
-ldd "$tmp/cpp/example" | grep -q "libroundtable.so.${version%%.*} => $prefix/lib/" ||
+# (Each command's output is taken whole before grep -q reads it: grep
+# stopping early must not fail the command under pipefail.)
+libs=$(ldd "$tmp/cpp/example")
+grep -q "libroundtable.so.${version%%.*} => $prefix/lib/" <<<"$libs" ||
   fail "the C++ example does not link the installed shared library"
 # Again, reopening the table it made (its stored layout).
 "$tmp/cpp/example" "$tmp/cpp_table" >/dev/null || fail "C++ example reopen"
@@ -57,7 +60,8 @@ cc -std=c11 -o "$tmp/c_static/example" "$top/docs/examples/c/example.c" \
   -Wl,-Bstatic -lroundtable -Wl,-Bdynamic \
   $(pkg-config --libs-only-L roundtable) \
   $(pkg-config --static --libs roundtable | sed 's/-lroundtable//') -lstdc++ -lm
-ldd "$tmp/c_static/example" | grep -q libroundtable &&
+libs=$(ldd "$tmp/c_static/example")
+grep -q libroundtable <<<"$libs" &&
   fail "the static C example links the shared library"
 out=$("$tmp/c_static/example" "$tmp/c_static_table")
 grep -q "alice = 42" <<<"$out" || fail "static C example: $out"
@@ -76,8 +80,10 @@ fi
 # The tools.
 [ "$("$prefix/bin/roundtable" --version)" = "roundtable $version" ] ||
   fail "roundtable --version"
-"$prefix/bin/roundtable" stats "$tmp/cpp_table" | grep -q "^records  *2$" ||
+out=$("$prefix/bin/roundtable" stats "$tmp/cpp_table")
+grep -q "^records  *2$" <<<"$out" ||
   fail "roundtable stats on the C++ example's table"
-"$prefix/bin/blockbench" --version | grep -q "$version" ||
+out=$("$prefix/bin/blockbench" --version)
+grep -q "$version" <<<"$out" ||
   fail "blockbench --version"
 echo "install_test: installed into a prefix; the examples built and ran"
