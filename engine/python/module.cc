@@ -412,6 +412,13 @@ class PyIterator {
   bool started_ = false;
 };
 
+// A method that starts a walk over the table of `kind`.
+auto Walk(PyIterator::Kind kind) {
+  return [kind](py::object self) {
+    return PyIterator(self, self.cast<PyTable&>(), kind);
+  };
+}
+
 // The table's hot methods (get, [], in, put, []=) as plain CPython
 // fast-call functions, which Python calls without pybind11's dispatch
 // (argument conversion by overload resolution costs about as much as a
@@ -696,26 +703,10 @@ PYBIND11_MODULE(_roundtable, m) {
       .def("write", &PyTable::Write, py::arg("batch"), py::kw_only(),
            py::arg("sync") = false)
       .def("count", &PyTable::Count)
-      .def("__iter__",
-           [](py::object self) {
-             return PyIterator(self, self.cast<PyTable&>(),
-                               PyIterator::Kind::kKeys);
-           })
-      .def("keys",
-           [](py::object self) {
-             return PyIterator(self, self.cast<PyTable&>(),
-                               PyIterator::Kind::kKeys);
-           })
-      .def("values",
-           [](py::object self) {
-             return PyIterator(self, self.cast<PyTable&>(),
-                               PyIterator::Kind::kValues);
-           })
-      .def("items",
-           [](py::object self) {
-             return PyIterator(self, self.cast<PyTable&>(),
-                               PyIterator::Kind::kItems);
-           })
+      .def("__iter__", Walk(PyIterator::Kind::kKeys))
+      .def("keys", Walk(PyIterator::Kind::kKeys))
+      .def("values", Walk(PyIterator::Kind::kValues))
+      .def("items", Walk(PyIterator::Kind::kItems))
       .def("sync",
            [](PyTable& t) { t.Released([](Table& x) { return x.Sync(); }); })
       .def("flush",

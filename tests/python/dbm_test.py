@@ -149,6 +149,8 @@ class DbmTest(unittest.TestCase):
         path = os.path.join(self.dir, "ctx.rt")
         with rdbm.open(path, "c") as db:
             db["a"] = "1"
+            db[b"b"] = b"2"
+            self.assertEqual(sorted(db), [b"a", b"b"])  # iterating: the keys
             db.sync()
             db.reorganize()
             self.assertIn("open", repr(db))

@@ -263,6 +263,7 @@ class PlacementTest(unittest.TestCase):
         for name in roundtable.placement.names():
             p = roundtable.placement.Placement(name, s0=2)
             self.assertEqual(p.name, name)
+            self.assertIsInstance(p.params, str)
             self.assertIsNone(p.locate(123))
             p.add_nodes([10, 11, 12])
             p.add_node(13)

@@ -105,13 +105,15 @@ class ROUNDTABLE_EXPORT Table {
   // stash copy fail their checksums. Reads the superblocks, the journal, the
   // stash copy and the write-ahead log, never the whole block file; after a
   // crash it replays the log (and, read-only, keeps the result in memory).
+  // An existing table needs no layout in `options`: the fields left unset
+  // take the stored values (a new table takes their defaults).
   static absl::StatusOr<std::unique_ptr<Table>> Open(const Options& options,
                                                      const std::string& path);
 
   // The layout stored in the table at `path` (block size, record limit, s0,
-  // epsilon, hash seed), with the other fields at their defaults: what a
-  // tool that did not create the table passes to Open. NotFound when there is
-  // no table; DataLoss or FailedPrecondition as Open.
+  // epsilon, hash seed) set in Options whose other fields are at their
+  // defaults, read without opening the table (no lock taken). NotFound when
+  // there is no table; DataLoss or FailedPrecondition as Open.
   static absl::StatusOr<Options> ReadLayout(const std::string& path);
 
   // Closes the table if Close was not called, ignoring errors.
