@@ -1,7 +1,5 @@
 // The C API (roundtable/c.h) over the C++ one: each handle owns the C++
 // object, and every status becomes a code and, when asked, a message.
-#include "roundtable/c.h"
-
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -10,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "roundtable/c.h"
 #include "roundtable/table.h"
 #include "roundtable/version.h"
 
@@ -75,13 +74,23 @@ extern "C" {
 const char* rt_version(void) { return ROUNDTABLE_VERSION_STRING; }
 
 const char* rt_code_name(int code) {
-  static const char* const kNames[] = {
-      "OK",           "CANCELLED",          "UNKNOWN",
-      "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-      "ALREADY_EXISTS",   "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-      "FAILED_PRECONDITION", "ABORTED",         "OUT_OF_RANGE",
-      "UNIMPLEMENTED",    "INTERNAL",          "UNAVAILABLE",
-      "DATA_LOSS",        "UNAUTHENTICATED"};
+  static const char* const kNames[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
   if (code < 0 || code >= static_cast<int>(std::size(kNames))) {
     return "UNKNOWN";
   }
@@ -96,9 +105,7 @@ void rt_options_set_block_size(rt_options* o, uint32_t v) {
   o->options.block_size = v;
 }
 void rt_options_set_s0(rt_options* o, uint64_t v) { o->options.s0 = v; }
-void rt_options_set_epsilon(rt_options* o, double v) {
-  o->options.epsilon = v;
-}
+void rt_options_set_epsilon(rt_options* o, double v) { o->options.epsilon = v; }
 void rt_options_set_hash_seed(rt_options* o, uint64_t v) {
   o->options.hash_seed = v;
 }
@@ -200,7 +207,8 @@ int rt_multi_get(rt_table* t, size_t n, const char* const* keys,
     lengths[i] = 0;
     if (got[i].ok()) {
       values[i] = CopyOut(*got[i]);
-      if (values[i] == nullptr) got[i] = absl::ResourceExhaustedError("out of memory");
+      if (values[i] == nullptr)
+        got[i] = absl::ResourceExhaustedError("out of memory");
     }
     codes[i] = static_cast<int>(got[i].status().code());
     if (got[i].ok()) {
@@ -239,8 +247,7 @@ size_t rt_writebatch_count(const rt_writebatch* b) { return b->batch.Count(); }
 
 int rt_write(rt_table* t, const rt_writeoptions* options,
              const rt_writebatch* batch, char** errmsg) {
-  return Report(t->table->Write(batch->batch, WriteOptionsOf(options)),
-                errmsg);
+  return Report(t->table->Write(batch->batch, WriteOptionsOf(options)), errmsg);
 }
 
 int rt_sync(rt_table* t, char** errmsg) {

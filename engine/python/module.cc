@@ -380,8 +380,10 @@ class PyIterator {
  public:
   enum class Kind { kKeys, kValues, kItems };
   PyIterator(py::object owner, PyTable& table, Kind kind)
-      : owner_(std::move(owner)), table_(&table),
-        it_(table.table().NewIterator()), kind_(kind) {}
+      : owner_(std::move(owner)),
+        table_(&table),
+        it_(table.table().NewIterator()),
+        kind_(kind) {}
 
   py::object Next() {
     if (!started_) {
@@ -471,11 +473,10 @@ PyObject* Keyword(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
 void CheckArgs(Py_ssize_t nargs, Py_ssize_t low, Py_ssize_t high,
                const char* function) {
   if (nargs < low || nargs > high) {
-    throw py::type_error(std::string(function) + "() takes " +
-                         std::to_string(low) +
-                         (low == high ? "" : " to " + std::to_string(high)) +
-                         " positional arguments but " + std::to_string(nargs) +
-                         " were given");
+    throw py::type_error(
+        std::string(function) + "() takes " + std::to_string(low) +
+        (low == high ? "" : " to " + std::to_string(high)) +
+        " positional arguments but " + std::to_string(nargs) + " were given");
   }
 }
 
@@ -502,9 +503,8 @@ PyObject* FastGetItem(PyObject* self, PyObject* key) {
 }
 
 PyObject* FastContains(PyObject* self, PyObject* key) {
-  return Guarded([&] {
-    return py::bool_(SelfOf(self).Contains(key)).release().ptr();
-  });
+  return Guarded(
+      [&] { return py::bool_(SelfOf(self).Contains(key)).release().ptr(); });
 }
 
 PyObject* FastPut(PyObject* self, PyObject* const* args, size_t n,
@@ -531,13 +531,15 @@ PyObject* FastSetItem(PyObject* self, PyObject* const* args, size_t n) {
 // Replaces the pybind11 definitions of the hot methods on `cls`.
 void DefineFastMethods(py::handle cls) {
   static PyMethodDef defs[] = {
-      {"get", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(FastGet)),
+      {"get",
+       reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(FastGet)),
        METH_FASTCALL | METH_KEYWORDS,
        "get(key, default=None): the value of key (bytes), or default."},
       {"__getitem__", FastGetItem, METH_O,
        "table[key]: the value of key (bytes); KeyError when it is missing."},
       {"__contains__", FastContains, METH_O, "key in table"},
-      {"put", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(FastPut)),
+      {"put",
+       reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(FastPut)),
        METH_FASTCALL | METH_KEYWORDS,
        "put(key, value, *, sync=False): inserts or replaces; with sync the "
        "write survives power loss once put returns."},
@@ -583,18 +585,17 @@ void DefinePlacement(py::module_& m) {
            }),
            py::arg("name"), py::kw_only(), py::arg("s0") = 8,
            py::arg("vnodes") = 100, py::arg("table_size") = 65537,
-           py::arg("probes") = 21, py::arg("c") = 1.25,
-           py::arg("choices") = 2, py::arg("seed") = 0)
-      .def_property_readonly("name",
-                             [](const mapping::Placement& s) {
-                               return std::string(s.name());
-                             })
-      .def_property_readonly("params", &mapping::Placement::params)
+           py::arg("probes") = 21, py::arg("c") = 1.25, py::arg("choices") = 2,
+           py::arg("seed") = 0)
       .def_property_readonly(
-          "nodes",
-          [](const mapping::Placement& s) {
-            return std::vector<uint64_t>(s.nodes().begin(), s.nodes().end());
-          })
+          "name",
+          [](const mapping::Placement& s) { return std::string(s.name()); })
+      .def_property_readonly("params", &mapping::Placement::params)
+      .def_property_readonly("nodes",
+                             [](const mapping::Placement& s) {
+                               return std::vector<uint64_t>(s.nodes().begin(),
+                                                            s.nodes().end());
+                             })
       .def("__len__", &mapping::Placement::num_nodes)
       .def(
           "add_node",
@@ -610,7 +611,9 @@ void DefinePlacement(py::module_& m) {
           py::arg("nodes"))
       .def(
           "remove_node",
-          [](mapping::Placement& s, uint64_t node) { Raise(s.RemoveNode(node)); },
+          [](mapping::Placement& s, uint64_t node) {
+            Raise(s.RemoveNode(node));
+          },
           py::arg("node"))
       .def(
           "locate",
@@ -721,14 +724,13 @@ PYBIND11_MODULE(_roundtable, m) {
       .def("stats", [](PyTable& t) { return StatsDict(t.table().GetStats()); })
       .def_property_readonly("closed", &PyTable::closed)
       .def_property_readonly("path", &PyTable::path)
-      .def_property_readonly("max_key_bytes",
-                             [](PyTable& t) { return t.table().max_key_bytes(); })
+      .def_property_readonly(
+          "max_key_bytes", [](PyTable& t) { return t.table().max_key_bytes(); })
       .def("__enter__", [](py::object self) { return self; })
-      .def("__exit__",
-           [](PyTable& t, py::handle, py::handle, py::handle) {
-             t.Close();
-             return false;
-           });
+      .def("__exit__", [](PyTable& t, py::handle, py::handle, py::handle) {
+        t.Close();
+        return false;
+      });
   DefineFastMethods(table_class);
 
   m.def(

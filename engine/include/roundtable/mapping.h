@@ -48,7 +48,8 @@ inline constexpr uint64_t kMaxListedBuckets = uint64_t{1} << 26;
 
 // OK unless a change with `sources` buckets would pass kMaxListedBuckets;
 // then ResourceExhausted naming the scheme.
-ROUNDTABLE_EXPORT absl::Status CheckListable(std::string_view scheme, uint64_t sources);
+ROUNDTABLE_EXPORT absl::Status CheckListable(std::string_view scheme,
+                                             uint64_t sources);
 
 // How keys move when a bucket is added, used by the tests and the docs to
 // state each scheme's promise.

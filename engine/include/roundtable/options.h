@@ -19,19 +19,19 @@ struct Options {
   // takes its default (kDefault...) when the table is created and the
   // stored value when an existing table is opened; a field set to a value
   // that differs from the stored one is InvalidArgument naming both.
-  std::optional<uint32_t> block_size;  // bytes, a power of two, 512..65536
+  std::optional<uint32_t> block_size = {};  // bytes, a power of two, 512..65536
   // Round-mapping slack; also the fewest buckets. Each grow rewrites s0 to
   // 2 s0 - 1 blocks: for blocks of a few dozen records SuggestedS0 (below)
   // grows nearly twice as cheaply for about the same stash.
-  std::optional<uint64_t> s0;
-  std::optional<double> epsilon;  // free fraction kept in blocks, (0, 0.5]
-  std::optional<uint64_t> hash_seed;  // XXH3 seed of the keys
+  std::optional<uint64_t> s0 = {};
+  std::optional<double> epsilon = {};  // free fraction kept in blocks, (0, 0.5]
+  std::optional<uint64_t> hash_seed = {};  // XXH3 seed of the keys
   // The most records a block holds; 0: as many as its bytes take. With a
   // limit the table also keeps the record count within (1 - epsilon) of
   // m * block_records, so a table of equal-sized records that fit the
   // bytes runs in the paper's model of blocks of exactly B keys (what
   // `roundtable experiment stash` measures).
-  std::optional<uint32_t> block_records;
+  std::optional<uint32_t> block_records = {};
 
   static constexpr uint32_t kDefaultBlockSize = 4096;
   static constexpr uint64_t kDefaultS0 = 32;

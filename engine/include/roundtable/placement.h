@@ -165,8 +165,8 @@ ROUNDTABLE_EXPORT uint64_t MaglevTableSizeFor(uint64_t nodes);
 
 // Bounded loads' capacity: ceil(c * keys * weight / total_weight), the most
 // keys a node of `weight` takes.
-ROUNDTABLE_EXPORT uint64_t BoundedCapacity(double c, uint64_t keys, double weight,
-                         double total_weight);
+ROUNDTABLE_EXPORT uint64_t BoundedCapacity(double c, uint64_t keys,
+                                           double weight, double total_weight);
 
 // One key's move: key index (into PlacedKeys::hashes()), from, to.
 struct Move {

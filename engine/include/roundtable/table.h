@@ -238,7 +238,8 @@ class ROUNDTABLE_EXPORT Table {
 // 16-byte keys and 100-byte values in 4 KiB blocks; 32 (the default) from
 // 1024 records a block. A value stored out of line counts as its 32-byte
 // reference.
-ROUNDTABLE_EXPORT uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes, size_t value_bytes);
+ROUNDTABLE_EXPORT uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes,
+                                       size_t value_bytes);
 
 // Removes the table's files and its directory (if then empty), under the
 // writer's lock (FailedPrecondition while a handle has the table open). OK
