@@ -149,7 +149,7 @@ TEST(RoundtableCliTest, LoadStoresWholeBatches) {
     input += i == 8 ? "no tab here\n" : "k" + n + "\tv" + n + "\n";
   }
   Outcome o = RunTool("load " + dir + " --batch=3 --sync", input);
-  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_EQ(o.exit_code, 2);  // a bad input record
   EXPECT_NE(o.err.find("line 8"), std::string::npos) << o.err;
   o = RunTool("scan " + dir);
   ASSERT_EQ(o.exit_code, 0) << o.err;
@@ -160,7 +160,7 @@ TEST(RoundtableCliTest, LoadStoresWholeBatches) {
         << "k" << i << " in " << o.out;
   }
   o = RunTool("load " + dir + " --batch=0", "k\tv\n");
-  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("--batch"), std::string::npos) << o.err;
   std::system(("rm -rf " + dir).c_str());
 }
@@ -271,10 +271,16 @@ TEST(RoundtableCliTest, StoreCommandsRoundTrip) {
   ASSERT_EQ(o.exit_code, 0) << o.err;
   o = RunTool("get " + dir + " counter");
   EXPECT_EQ(o.out, "-1") << o.err;
-  o = RunTool("put " + dir + " --block_size 1024 -- --x -y");
+  o = RunTool("put " + dir + " -- --x -y");
   ASSERT_EQ(o.exit_code, 0) << o.err;
   o = RunTool("get " + dir + " -- --x");
   EXPECT_EQ(o.out, "-y") << o.err;
+  // A flag's value as the next argument, then "--".
+  const std::string out_file = dir + ".out";
+  o = RunTool("get " + dir + " --output " + out_file + " -- --x");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(Slurp(out_file), "-y");
+  std::remove(out_file.c_str());
   for (const char* key : {"counter", "--x"}) {
     ASSERT_EQ(RunTool("del " + dir + " -- " + key).exit_code, 0);
   }
@@ -348,7 +354,7 @@ TEST(RoundtableCliTest, LargeValuesRoundTripThroughFilesPipesAndLoad) {
   EXPECT_EQ(o.exit_code, 1);
   EXPECT_NE(o.err.find("No such file"), std::string::npos) << o.err;
   o = RunTool("put " + dir + " k v --value_file=" + in);
-  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("usage"), std::string::npos) << o.err;
   // scan prints the 3 MiB values on lines of their own; load takes them
   // back into another table.
@@ -380,29 +386,31 @@ TEST(RoundtableCliTest, StoreCommandsRefuseBadInput) {
   ASSERT_EQ(RunTool("create " + dir).exit_code, 0);
   struct Bad {
     std::string args, input, says;
+    int code;  // the exit status (docs/cli.md)
   };
   for (const Bad& bad : std::vector<Bad>{
-           {"create " + dir, "", "exists"},
-           {"create " + dir + "_x --block_size=1000", "", "block size"},
-           {"create " + dir + "_y --epsilon=2", "", "epsilon"},
-           {"get " + dir + "_missing k", "", "no table"},
-           {"put " + dir + " k", "", "usage"},
-           {"put " + dir + " 'bad\\q' v", "", "unknown escape"},
-           {"load " + dir, "k1 without a tab\n", "line 1"},
+           {"create " + dir, "", "exists", 5},
+           {"create " + dir + "_x --block_size=1000", "", "block size", 2},
+           {"create " + dir + "_y --epsilon=2", "", "epsilon", 2},
+           {"get " + dir + "_missing k", "", "no table", 1},
+           {"put " + dir + " k", "", "usage", 2},
+           {"put " + dir + " 'bad\\q' v", "", "unknown escape", 2},
+           {"load " + dir, "k1 without a tab\n", "line 1", 2},
            {"put " + dir + " " + std::string(2000, 'k') + " v", "",
-            "exceeds the limit of 977 bytes"},
+            "exceeds the limit of 977 bytes", 2},
            // A read error of the input, not an empty load.
-           {"load " + dir + " /etc", "", "Is a directory"},
-           {"load " + dir + " /nonexistent/file", "", "No such file"},
+           {"load " + dir + " /etc", "", "Is a directory", 5},
+           {"load " + dir + " /nonexistent/file", "", "No such file", 1},
            // An oversize record at its own line, not its batch's last.
            {"load " + dir + " --batch=10",
-            "a\tb\n" + std::string(2000, 'k') + "\tv\nc\td\n", "line 2:"},
+            "a\tb\n" + std::string(2000, 'k') + "\tv\nc\td\n", "line 2:", 2},
            // A line of any length is read whole: this one has no tab.
-           {"load " + dir, std::string(1 << 20, 'x'), "expected an escaped key"},
-           {"put " + dir + " -k v", "", "Unknown command line flag 'k'"},
+           {"load " + dir, std::string(1 << 20, 'x'), "expected an escaped key",
+            2},
+           {"put " + dir + " -k v", "", "does not take --k", 2},
        }) {
     const Outcome o = RunTool(bad.args, bad.input);
-    EXPECT_EQ(o.exit_code, 1) << bad.args;
+    EXPECT_EQ(o.exit_code, bad.code) << bad.args;
     EXPECT_NE(o.err.find(bad.says), std::string::npos)
         << bad.args << "\nstderr: " << o.err;
   }
@@ -416,8 +424,12 @@ TEST(RoundtableCliTest, StoreCommandsRefuseBadInput) {
     std::fclose(f);
   }
   const Outcome o = RunTool("check " + dir);
-  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_EQ(o.exit_code, 3);  // a damaged table
   EXPECT_NE(o.err.find("bucket 1"), std::string::npos) << o.err;
+  const Outcome j = RunTool("check " + dir + " --json");
+  EXPECT_EQ(j.exit_code, 3);
+  EXPECT_EQ(j.out.rfind("{\"ok\":false,\"error\":\"", 0), 0u) << j.out;
+  EXPECT_NE(j.out.find("bucket 1"), std::string::npos) << j.out;
   std::system(("rm -rf " + dir + " " + dir + "_x " + dir + "_y").c_str());
 }
 
@@ -443,7 +455,7 @@ TEST(RoundtableCliTest, ProcessesOnOneTableAreLockedOutNeverBroken) {
   constexpr int kRounds = 60;
   constexpr auto kSeconds = std::chrono::seconds(20);
   auto refused = [](const Outcome& o) {
-    return o.exit_code == 1 &&
+    return o.exit_code == 4 &&  // locked
            (o.err.find("locked by a writer") != std::string::npos ||
             o.err.find("open read-only by another") != std::string::npos);
   };
@@ -641,6 +653,70 @@ TEST(RoundtableCliTest, PlacementExperimentWritesItsCsv) {
   EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 1 + 3 * 2);
 }
 
+// --help lists every command with its flags and an example, help COMMAND
+// one; --version; a flag a command does not take, a missing value, an
+// unknown command or none at all are usage errors (exit status 2) naming
+// what is wrong.
+TEST(RoundtableCliTest, HelpVersionAndUsageErrors) {
+  Outcome o = RunTool("--help");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  for (const char* command :
+       {"create DIR", "put DIR KEY VALUE | DIR KEY --value_file=PATH",
+        "get DIR KEY", "del DIR KEY",
+        "load DIR [FILE]", "scan DIR", "stats DIR", "check DIR",
+        "demo [DIR]", "map", "experiment balance", "experiment stash",
+        "experiment transfers", "experiment placement"}) {
+    EXPECT_NE(o.out.find(std::string("roundtable ") + command + "\n"),
+              std::string::npos)
+        << command;
+  }
+  EXPECT_EQ(o.out.find("experiment placement"),
+            o.out.rfind("experiment placement\n"))
+      << "listed twice";
+  EXPECT_NE(o.out.find("flags: --batch --sync"), std::string::npos);
+  EXPECT_NE(o.out.find("Exit status: 0 success, 1 not found, 2 usage"),
+            std::string::npos);
+  o = RunTool("help load");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.out.rfind("roundtable load DIR [FILE]\n", 0), 0u) << o.out;
+  EXPECT_NE(o.out.find("example: roundtable load"), std::string::npos);
+  EXPECT_EQ(RunTool("stats --help").out.rfind("roundtable stats DIR", 0), 0u);
+  o = RunTool("--version");
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_EQ(o.out.rfind("roundtable ", 0), 0u);
+  struct Bad {
+    std::string args, says;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {"", "roundtable <command>"},
+           {"frobnicate x", "unknown command 'frobnicate x'"},
+           {"help frobnicate", "no command 'frobnicate'"},
+           {"get /tmp/x k --batch=7", "get: does not take --batch; it takes "
+                                      "--output"},
+           {"scan /tmp/x --json", "scan: does not take --json; it takes no "
+                                  "flags"},
+           {"create /tmp/x --output=y", "it takes --block_size --s0 --epsilon"},
+           {"put /tmp/x k v --sync", "put: does not take --sync"},
+           {"del /tmp/x k --json", "del: does not take --json"},
+           {"load /tmp/x --output=y", "load: does not take --output"},
+           {"stats /tmp/x --batch=1", "stats: does not take --batch"},
+           {"check /tmp/x --sync", "check: does not take --sync"},
+           {"demo --json", "demo: does not take --json"},
+           {"map --records=5", "map: does not take --records"},
+           {"experiment stash --nodes=3", "does not take --nodes"},
+           {"experiment placement --trace", "does not take --trace"},
+           {"load /tmp/x --batch=abc", "--batch: Illegal value 'abc'"},
+           {"map --grow", "--grow needs a value"},
+           {"map extra", "takes no arguments"},
+           {"get /tmp/x", "usage: roundtable get DIR KEY"},
+       }) {
+    o = RunTool(bad.args);
+    EXPECT_EQ(o.exit_code, 2) << bad.args << "\n" << o.err;
+    EXPECT_NE(o.err.find(bad.says), std::string::npos)
+        << bad.args << "\nstderr: " << o.err;
+  }
+}
+
 TEST(RoundtableCliTest, ExperimentsRefuseBadFlags) {
   struct Bad {
     std::string args, says;
@@ -663,7 +739,7 @@ TEST(RoundtableCliTest, ExperimentsRefuseBadFlags) {
            {"experiment placement --table_size=1000", "not a prime"},
        }) {
     const Outcome o = RunTool(bad.args);
-    EXPECT_EQ(o.exit_code, 1) << bad.args << "\n" << o.err;
+    EXPECT_EQ(o.exit_code, 2) << bad.args << "\n" << o.err;
     EXPECT_NE(o.err.find(bad.says), std::string::npos)
         << bad.args << "\nstderr: " << o.err;
   }

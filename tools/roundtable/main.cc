@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cctype>
 #include <cstdlib>
@@ -36,15 +37,13 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "io/base/status_macros.h"
 #include "roundtable/version.h"
 #include "tools/roundtable/balance.h"
+#include "tools/roundtable/command_line.h"
 #include "tools/roundtable/map_command.h"
 #include "tools/roundtable/placement_experiment.h"
 #include "tools/roundtable/stash_experiment.h"
@@ -133,39 +132,6 @@ ABSL_FLAG(std::string, plot, "",
 namespace roundtable::cli {
 namespace {
 
-constexpr char kUsage[] =
-    "roundtable <command> [flags]\n"
-    "\n"
-    "commands:\n"
-    "  create DIR          a new table (--block_size --s0 --epsilon)\n"
-    "  put DIR KEY VALUE   store a record (keys and values escaped: \\t \\n "
-    "\\\\ \\xHH;\n"
-    "                      one that starts with - and a letter goes after --;\n"
-    "                      --value_file=PATH|- for a value of any size)\n"
-    "  get DIR KEY         write the value's bytes (--output=PATH); exit 1 "
-    "when\n"
-    "                      absent\n"
-    "  del DIR KEY         remove a record\n"
-    "  load DIR [FILE]     store tab-separated records (stdin without FILE;\n"
-    "                      --batch=N records per atomic batch, --sync)\n"
-    "  scan DIR            print every record, tab-separated\n"
-    "  stats DIR           counts, utilization, ledgers (--json)\n"
-    "  check DIR           verify every checksum and placement\n"
-    "  demo [DIR]          load, read back and delete --records records\n"
-    "  map                 bucket of each hash on stdin, or the buckets "
-    "touched\n"
-    "                      by --grow=N / --shrink=N steps\n"
-    "  experiment balance  bucket-size distribution of evenly spaced hashes\n"
-    "  experiment stash    worst stash size per B, epsilon, s0 (Tables 3-5);\n"
-    "                      --trace: the stash while n grows (Figure 3)\n"
-    "  experiment transfers  block transfers per operation as n grows\n"
-    "  experiment placement  balance, moves and lookup cost of the placement\n"
-    "                      schemes (--algorithms --nodes --keys ...)\n"
-    "  experiment placement  balance, moves and lookup cost of the placement\n"
-    "                      schemes (--algorithms --nodes --keys ...)\n"
-    "\n"
-    "Run 'roundtable --help' for every flag; docs/cli.md has examples.";
-
 // An input stream's buffer over a file descriptor that reports a read
 // error (EISDIR for a directory, EIO) as one: the stream's badbit, with
 // the error kept for the message, where a file stream would take it for
@@ -216,7 +182,7 @@ absl::StatusOr<std::string> ReadAll(const std::string& path) {
     if (n < 0) {
       const int err = errno;
       if (!from_stdin) close(fd);
-      return absl::DataLossError(
+      return absl::UnavailableError(
           absl::StrCat("read ", from_stdin ? "standard input" : path, ": ",
                        std::strerror(err)));
     }
@@ -227,13 +193,15 @@ absl::StatusOr<std::string> ReadAll(const std::string& path) {
   return out;
 }
 
-int Fail(std::string_view command, std::string_view message) {
-  std::cerr << "roundtable " << command << ": " << message << "\n";
-  return 1;
+// Prints "roundtable COMMAND: message" and returns the status's exit code.
+int Fail(std::string_view command, const absl::Status& status) {
+  std::cerr << "roundtable " << command << ": " << status.message() << "\n";
+  return ExitCodeOf(status);
 }
 
-int Fail(std::string_view command, const absl::Status& status) {
-  return Fail(command, std::string(status.message()));
+// A usage error: the message and exit status 2.
+int Usage(std::string_view command, const std::string& message) {
+  return Fail(command, absl::InvalidArgumentError(message));
 }
 
 absl::StatusOr<std::vector<uint64_t>> ParseList(
@@ -255,10 +223,10 @@ int Map() {
   options.mapping = absl::GetFlag(FLAGS_mapping);
   auto s0 = ParseList("s0", absl::GetFlag(FLAGS_s0));
   if (!s0.ok()) return Fail("map", s0.status());
-  if (s0->size() > 1) return Fail("map", "--s0 takes one value");
+  if (s0->size() > 1) return Usage("map", "--s0 takes one value");
   if (!s0->empty()) options.s0 = s0->front();
   if (!absl::GetFlag(FLAGS_buckets))
-    return Fail("map", "--buckets is required");
+    return Usage("map", "--buckets is required");
   options.buckets = *absl::GetFlag(FLAGS_buckets);
   options.grow = absl::GetFlag(FLAGS_grow);
   options.shrink = absl::GetFlag(FLAGS_shrink);
@@ -427,7 +395,7 @@ int PlacementExperiment() {
   for (const std::string& text : absl::GetFlag(FLAGS_c)) {
     double c = 0;
     if (!absl::SimpleAtod(text, &c)) {
-      return Fail(name, absl::StrCat("--c: '", text, "' is not a number"));
+      return Usage(name, absl::StrCat("--c: '", text, "' is not a number"));
     }
     o.cs.push_back(c);
   }
@@ -447,8 +415,8 @@ int TableCommand(const std::vector<std::string>& words) {
   const std::string& command = words[0];
   const size_t args = words.size() - 1;
   auto usage = [&](const char* shape) {
-    return Fail(command,
-                absl::StrCat("usage: roundtable ", command, " ", shape));
+    return Usage(command,
+                 absl::StrCat("usage: roundtable ", command, " ", shape));
   };
   absl::Status status;
   if (command == "create") {
@@ -458,7 +426,7 @@ int TableCommand(const std::vector<std::string>& words) {
     layout.epsilon = absl::GetFlag(FLAGS_epsilon);
     auto s0 = ParseList("s0", absl::GetFlag(FLAGS_s0));
     if (!s0.ok()) return Fail(command, s0.status());
-    if (s0->size() > 1) return Fail(command, "--s0 takes one value");
+    if (s0->size() > 1) return Usage(command, "--s0 takes one value");
     if (!s0->empty()) layout.s0 = s0->front();
     status = RunCreate(words[1], layout);
   } else if (command == "put") {
@@ -480,7 +448,7 @@ int TableCommand(const std::vector<std::string>& words) {
     status = RunGet(words[1], words[2], output,
                     output.empty() && isatty(STDOUT_FILENO) ? "\n" : "");
     if (absl::IsNotFound(status) && status.message() == "key not found") {
-      return Fail(command, "not found");
+      return Fail(command, absl::NotFoundError("not found"));
     }
   } else if (command == "del") {
     if (args != 2) return usage("DIR KEY");
@@ -495,8 +463,9 @@ int TableCommand(const std::vector<std::string>& words) {
     if (args == 2) {
       fd = open(words[2].c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) {
-        return Fail(command, absl::StrCat("cannot read ", words[2], ": ",
-                                          std::strerror(errno)));
+        return Fail(command,
+                    absl::NotFoundError(absl::StrCat(
+                        "cannot read ", words[2], ": ", std::strerror(errno))));
       }
     }
     InputBuffer buffer(fd, args == 2 ? words[2] : "standard input");
@@ -517,7 +486,7 @@ int TableCommand(const std::vector<std::string>& words) {
     status = RunStats(words[1], absl::GetFlag(FLAGS_json), std::cout);
   } else if (command == "check") {
     if (args != 1) return usage("DIR");
-    status = RunCheck(words[1], std::cout);
+    status = RunCheck(words[1], absl::GetFlag(FLAGS_json), std::cout);
   } else if (command == "demo") {
     if (args > 1) return usage("[DIR] [--records=N]");
     std::string dir;
@@ -526,7 +495,8 @@ int TableCommand(const std::vector<std::string>& words) {
     } else {
       char tmpl[] = "/tmp/roundtable-demo-XXXXXX";
       if (mkdtemp(tmpl) == nullptr) {
-        return Fail(command, "cannot create a directory under /tmp");
+        return Fail(command, absl::UnavailableError(
+                                 "cannot create a directory under /tmp"));
       }
       dir = std::string(tmpl) + "/table";
     }
@@ -539,63 +509,124 @@ int TableCommand(const std::vector<std::string>& words) {
   return 0;
 }
 
+bool IsHelpFlag(const std::string& name) {
+  return name == "help" || name == "h" || name == "helpfull" ||
+         name == "helpshort";
+}
+
+// Sets the flags given on the command line: each name with its value
+// (none for a boolean given alone; "--noNAME" clears a boolean).
+absl::Status SetFlags(
+    const std::vector<std::pair<std::string, std::optional<std::string>>>&
+        given) {
+  for (const auto& [name, value] : given) {
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    std::string text = value.value_or("true");
+    if (flag == nullptr && name.substr(0, 2) == "no" && !value) {
+      flag = absl::FindCommandLineFlag(name.substr(2));
+      if (flag != nullptr && flag->IsOfType<bool>()) text = "false";
+    }
+    if (flag == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
+    }
+    if (!value && !flag->IsOfType<bool>()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, " needs a value"));
+    }
+    std::string error;
+    if (!flag->ParseFrom(text, &error)) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", error));
+    }
+  }
+  return absl::OkStatus();
+}
+
 int Main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(kUsage);
-  absl::FlagsUsageConfig usage_config;
-  usage_config.version_string = [] {
-    return std::string("roundtable " ROUNDTABLE_VERSION_STRING "\n");
-  };
-  absl::SetFlagsUsageConfig(usage_config);
   // The command words are every argument that is not a flag: a flag is
   // "-" or "--" and a letter (no flag's name starts otherwise), so "-1" or
   // "-" is a word, and everything after "--" is one, whatever it looks
   // like (a key such as "--x").
-  std::vector<char*> flags = {argv[0]};
+  std::vector<std::pair<std::string, std::optional<std::string>>> flags;
+  std::vector<std::string> names;
   std::vector<std::string> words;
   bool literal = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    const size_t dashes = arg.substr(0, 2) == "--" ? 2 : arg.substr(0, 1) == "-";
+    const std::string name = literal ? "" : FlagName(arg);
     if (!literal && arg == "--") {
       literal = true;
-    } else if (!literal && dashes > 0 && arg.size() > dashes &&
-               std::isalpha(static_cast<unsigned char>(arg[dashes]))) {
-      flags.push_back(argv[i]);
-      // "--flag value" for a flag that is not a bool: the value is its.
-      const std::string_view name = arg.substr(dashes);
-      const absl::CommandLineFlag* flag =
-          name.find('=') == std::string_view::npos
-              ? absl::FindCommandLineFlag(absl::string_view(name.data(),
-                                                            name.size()))
-              : nullptr;
-      if (flag != nullptr && !flag->IsOfType<bool>() && i + 1 < argc) {
-        flags.push_back(argv[++i]);
+    } else if (!name.empty()) {
+      std::optional<std::string> value;
+      if (const size_t eq = arg.find('='); eq != std::string_view::npos) {
+        value = std::string(arg.substr(eq + 1));
+      } else if (const absl::CommandLineFlag* flag =
+                     absl::FindCommandLineFlag(name);
+                 flag != nullptr && !flag->IsOfType<bool>() && i + 1 < argc) {
+        // "--flag value" for a flag that is not a bool: the value is its.
+        value = argv[++i];
       }
+      flags.emplace_back(name, value);
+      names.push_back(name);
     } else {
       words.emplace_back(arg);
     }
   }
-  absl::ParseCommandLine(static_cast<int>(flags.size()), flags.data());
+  const bool help = std::any_of(names.begin(), names.end(), IsHelpFlag) ||
+                    (!words.empty() && words[0] == "help");
+  if (help) {
+    std::vector<std::string> topic = words;
+    if (!topic.empty() && topic[0] == "help") topic.erase(topic.begin());
+    if (topic.empty()) {
+      std::cout << HelpText();
+      return kExitOk;
+    }
+    size_t used = 0;
+    const CommandSpec* spec = FindCommand(topic, &used);
+    if (spec == nullptr || used != topic.size()) {
+      return Usage("help", absl::StrCat("no command '",
+                                        absl::StrJoin(topic, " "), "'"));
+    }
+    std::cout << HelpFor(*spec);
+    return kExitOk;
+  }
+  if (std::find(names.begin(), names.end(), "version") != names.end()) {
+    std::cout << "roundtable " ROUNDTABLE_VERSION_STRING "\n";
+    return kExitOk;
+  }
   if (words.empty()) {
-    std::cerr << kUsage << "\n";
-    return 2;
+    std::cerr << HelpText();
+    return kExitUsage;
   }
-  if (words == std::vector<std::string>{"map"}) return Map();
-  if (words == std::vector<std::string>{"experiment", "balance"}) {
-    return Balance();
+  size_t used = 0;
+  const CommandSpec* spec = FindCommand(words, &used);
+  if (spec == nullptr) {
+    std::cerr << "roundtable: unknown command '" << absl::StrJoin(words, " ")
+              << "'; roundtable --help lists the commands\n";
+    return kExitUsage;
   }
-  if (words == std::vector<std::string>{"experiment", "stash"}) return Stash();
-  if (words == std::vector<std::string>{"experiment", "transfers"}) {
-    return Transfers();
+  if (absl::Status s = CheckFlags(*spec, names); !s.ok()) {
+    return Usage(spec->name, std::string(s.message()));
   }
-  if (words == std::vector<std::string>{"experiment", "placement"}) {
-    return PlacementExperiment();
+  if (absl::Status s = SetFlags(flags); !s.ok()) {
+    return Usage(spec->name, std::string(s.message()));
   }
-  if (const int rc = TableCommand(words); rc >= 0) return rc;
-  std::cerr << "roundtable: unknown command '" << absl::StrJoin(words, " ")
-            << "'\n\n"
-            << kUsage << "\n";
-  return 2;
+  const bool bare = used == words.size();
+  auto no_arguments = [&] {
+    return Usage(spec->name,
+                 absl::StrCat("takes no arguments: roundtable ", spec->name));
+  };
+  if (spec->name == "map") return bare ? Map() : no_arguments();
+  if (spec->name == "experiment balance") {
+    return bare ? Balance() : no_arguments();
+  }
+  if (spec->name == "experiment stash") return bare ? Stash() : no_arguments();
+  if (spec->name == "experiment transfers") {
+    return bare ? Transfers() : no_arguments();
+  }
+  if (spec->name == "experiment placement") {
+    return bare ? PlacementExperiment() : no_arguments();
+  }
+  return TableCommand(words);
 }
 
 }  // namespace

@@ -89,7 +89,7 @@ absl::Status RunMap(const MapOptions& options, std::istream& in,
     }
     out << map.FindBucket(*hash) << '\n';
   }
-  if (in.bad()) return absl::DataLossError("error reading standard input");
+  if (in.bad()) return absl::UnavailableError("error reading standard input");
   return absl::OkStatus();
 }
 

@@ -108,7 +108,7 @@ absl::Status RunGet(const std::string& dir, const std::string& key,
   out << end;
   out.flush();
   if (!out) {
-    return absl::DataLossError(absl::StrCat(
+    return absl::UnavailableError(absl::StrCat(
         "writing the value to ", output.empty() ? "standard output" : output,
         " failed"));
   }
@@ -153,7 +153,7 @@ absl::Status RunLoad(const std::string& dir, std::istream& in,
   for (uint64_t number = 1;; ++number) {
     std::getline(in, line);
     if (in.bad()) {
-      return fail(number, absl::DataLossError(
+      return fail(number, absl::UnavailableError(
                               "reading the input failed (an I/O error)"));
     }
     if (in.fail()) break;  // nothing left
@@ -209,6 +209,23 @@ absl::Status RunScan(const std::string& dir, std::ostream& out) {
   }
   RT_RETURN_IF_ERROR(it->status());
   return table->Close();
+}
+
+// `text` inside a JSON string: quotes, backslashes and control bytes
+// escaped.
+std::string JsonEscaped(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += absl::StrFormat("\\u%04x", static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
 std::string StatsJson(const TableStats& s, uint64_t records,
@@ -283,16 +300,29 @@ absl::Status RunStats(const std::string& dir, bool json, std::ostream& out) {
   return table->Close();
 }
 
-absl::Status RunCheck(const std::string& dir, std::ostream& out) {
+absl::Status RunCheck(const std::string& dir, bool json, std::ostream& out) {
   RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, true));
-  RT_RETURN_IF_ERROR(table->Check());
-  RT_ASSIGN_OR_RETURN(const uint64_t records, table->Count());
+  absl::Status checked = table->Check();
+  absl::StatusOr<uint64_t> records = checked.ok() ? table->Count() : 0;
+  if (checked.ok()) checked = records.status();
   const TableStats s = table->GetStats();
+  if (json) {
+    out << absl::StrFormat(
+        "{\"ok\":%s,\"error\":\"%s\",\"records\":%d,\"buckets\":%d,"
+        "\"stash_records\":%d,\"buffered_records\":%d,\"value_count\":%d,"
+        "\"value_bytes\":%d}\n",
+        checked.ok() ? "true" : "false",
+        JsonEscaped(std::string(checked.message())), checked.ok() ? *records : 0,
+        s.buckets, s.stash_records, s.buffered_records, s.value_count,
+        s.value_bytes);
+  }
+  RT_RETURN_IF_ERROR(checked);
+  if (json) return table->Close();
   out << absl::StrFormat(
       "ok: %d records in %d buckets (%d in the stash, %d puts in the "
       "write buffer), %d values out of line, every checksum and placement "
       "verified\n",
-      records, s.buckets, s.stash_records, s.buffered_records,
+      *records, s.buckets, s.stash_records, s.buffered_records,
       s.value_count);
   return table->Close();
 }

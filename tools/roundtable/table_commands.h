@@ -44,8 +44,10 @@ absl::Status RunLoad(const std::string& dir, std::istream& in,
 absl::Status RunScan(const std::string& dir, std::ostream& out);
 absl::Status RunStats(const std::string& dir, bool json, std::ostream& out);
 // Verifies every checksum and placement invariant (Table::Check); prints a
-// one-line verdict.
-absl::Status RunCheck(const std::string& dir, std::ostream& out);
+// one-line verdict, or with `json` one object: {"ok", "error", "records",
+// "buckets", "stash_records", "buffered_records", "value_count",
+// "value_bytes"} (printed for a failed check too).
+absl::Status RunCheck(const std::string& dir, bool json, std::ostream& out);
 
 // Creates a table in `dir`, loads `records` records (16-byte keys, 100-byte
 // values) with a progress bar, reads them all back, deletes half, and
