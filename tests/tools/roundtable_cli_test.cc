@@ -653,6 +653,129 @@ TEST(RoundtableCliTest, PlacementExperimentWritesItsCsv) {
   EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 1 + 3 * 2);
 }
 
+// Sorted lines of `scan`: the table's records, escaped, in an order that
+// does not depend on its layout.
+std::vector<std::string> SortedScan(const std::string& dir) {
+  const Outcome o = RunTool("scan " + dir);
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  std::vector<std::string> lines;
+  std::istringstream in(o.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// Random records of random bytes: empty, short, past the inline limit of
+// the smaller layouts, and large; as escaped TSV for load.
+std::string RandomRecords(std::mt19937_64& rng, int n) {
+  std::string tsv;
+  auto bytes = [&](size_t size) {
+    std::string text;
+    for (size_t i = 0; i < size; ++i) {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<int>(rng() & 0xff));
+      text += hex;
+    }
+    return text;
+  };
+  for (int i = 0; i < n; ++i) {
+    const size_t sizes[] = {0, 1, 30, 300, 3000, 70000};
+    tsv += "k" + std::to_string(i) + bytes(rng() % 8) + "\t" +
+           bytes(sizes[rng() % (i % 50 == 0 ? 6 : 5)]) + "\n";
+  }
+  return tsv;
+}
+
+// dump then restore gives the same records, byte for byte, and the same
+// layout, in every block size (and other s0 and epsilon); through files and
+// through a pipe.
+TEST(RoundtableCliTest, DumpAndRestoreRoundTripInEveryLayout) {
+  std::mt19937_64 rng(17);
+  for (const char* layout :
+       {"--block_size=512 --s0=2 --epsilon=0.25", "--block_size=1024 --s0=4",
+        "--block_size=4096", "--block_size=16384 --s0=8 --epsilon=0.05",
+        "--block_size=65536 --s0=1"}) {
+    SCOPED_TRACE(layout);
+    const std::string dir = TableDir(), copy = TableDir(), piped = TableDir();
+    const std::string dump = dir + ".dump";
+    ASSERT_EQ(RunTool("create " + dir + " " + layout).exit_code, 0);
+    Outcome o = RunTool("load " + dir, RandomRecords(rng, 400));
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    o = RunTool("dump " + dir + " " + dump);
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    EXPECT_EQ(o.out + o.err, "");  // not a terminal: nothing extra
+    o = RunTool("restore " + dump + " " + copy);
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    const std::vector<std::string> records = SortedScan(dir);
+    ASSERT_EQ(records.size(), 400u);
+    EXPECT_TRUE(records == SortedScan(copy));
+    const std::string stats = RunTool("stats " + dir + " --json").out;
+    const std::string copied = RunTool("stats " + copy + " --json").out;
+    for (const char* field : {"\"block_size\":", "\"s0\":", "\"epsilon\":"}) {
+      const size_t at = stats.find(field), end = stats.find(',', at);
+      EXPECT_NE(copied.find(stats.substr(at, end - at)), std::string::npos)
+          << field;
+    }
+    EXPECT_EQ(RunTool("check " + copy).exit_code, 0);
+    // Through a pipe.
+    const std::string cli = RT_CLI_PATH;
+    ASSERT_EQ(std::system((cli + " dump " + dir + " - | " + cli + " restore - " +
+                           piped).c_str()),
+              0);
+    EXPECT_TRUE(records == SortedScan(piped));
+    std::system(("rm -rf " + dir + " " + copy + " " + piped + " " + dump)
+                    .c_str());
+  }
+}
+
+// A damaged, cut or extended dump is refused (exit status 3) naming what is
+// wrong, and leaves no table; a restore onto a table is refused.
+TEST(RoundtableCliTest, RestoreRefusesADamagedDumpAndLeavesNoTable) {
+  std::mt19937_64 rng(23);
+  const std::string dir = TableDir(), dump = dir + ".dump";
+  ASSERT_EQ(RunTool("create " + dir + " --block_size=1024").exit_code, 0);
+  ASSERT_EQ(RunTool("load " + dir, RandomRecords(rng, 60)).exit_code, 0);
+  ASSERT_EQ(RunTool("dump " + dir + " " + dump).exit_code, 0);
+  const std::string good = Slurp(dump);
+  ASSERT_GT(good.size(), 200u);
+  const std::string target = TableDir(), bad = dir + ".bad";
+  auto refused = [&](const std::string& bytes, const std::string& says) {
+    std::ofstream(bad, std::ios::binary) << bytes;
+    const Outcome o = RunTool("restore " + bad + " " + target);
+    EXPECT_EQ(o.exit_code, 3) << says << ": " << o.err;
+    EXPECT_NE(o.err.find(says), std::string::npos) << o.err;
+    EXPECT_NE(access(target.c_str(), F_OK), 0) << "a table was left";
+    EXPECT_NE(access((target + ".restoring").c_str(), F_OK), 0);
+  };
+  for (size_t at : {size_t{0}, size_t{20}, size_t{50}}) {
+    std::string b = good;
+    b[at] ^= 0x10;
+    refused(b, at == 0 ? "not a roundtable dump" : "header fails its checksum");
+  }
+  for (size_t at = 60; at + 25 < good.size(); at += good.size() / 17) {
+    std::string b = good;
+    b[at] ^= 0x01;
+    refused(b, "record");
+  }
+  {
+    std::string b = good;
+    b[b.size() - 3] ^= 0x01;
+    refused(b, "trailer");
+  }
+  refused(good.substr(0, good.size() / 2), "cut short");
+  refused(good.substr(0, good.size() - 1), "cut short");
+  refused(good + "x", "bytes follow the dump's trailer");
+  refused("", "not a roundtable dump");
+  // The good dump restores; again onto the table it made is refused.
+  ASSERT_EQ(RunTool("restore " + dump + " " + target).exit_code, 0);
+  const Outcome o = RunTool("restore " + dump + " " + target);
+  EXPECT_EQ(o.exit_code, 5);
+  EXPECT_NE(o.err.find("exists"), std::string::npos) << o.err;
+  EXPECT_EQ(RunTool("restore /nonexistent/dump " + dir + "_none").exit_code, 1);
+  EXPECT_EQ(RunTool("dump " + dir + "_none x").exit_code, 1);
+  std::system(("rm -rf " + dir + " " + target + " " + dump + " " + bad).c_str());
+}
+
 // --help lists every command with its flags and an example, help COMMAND
 // one; --version; a flag a command does not take, a missing value, an
 // unknown command or none at all are usage errors (exit status 2) naming
@@ -664,7 +787,7 @@ TEST(RoundtableCliTest, HelpVersionAndUsageErrors) {
        {"create DIR", "put DIR KEY VALUE | DIR KEY --value_file=PATH",
         "get DIR KEY", "del DIR KEY",
         "load DIR [FILE]", "scan DIR", "stats DIR", "check DIR",
-        "demo [DIR]", "map", "experiment balance", "experiment stash",
+        "dump DIR FILE", "restore FILE DIR", "demo [DIR]", "map", "experiment balance", "experiment stash",
         "experiment transfers", "experiment placement"}) {
     EXPECT_NE(o.out.find(std::string("roundtable ") + command + "\n"),
               std::string::npos)

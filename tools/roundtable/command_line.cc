@@ -40,6 +40,16 @@ const std::vector<CommandSpec>& Commands() {
       {"check", "DIR", "verify every checksum, placement and value",
        {"json"},
        "roundtable check /tmp/users"},
+      {"dump", "DIR FILE",
+       "write the table's layout and every record to FILE (- for standard "
+       "output) in the checksummed dump format (docs/format.md)",
+       {},
+       "roundtable dump /tmp/users /tmp/users.dump"},
+      {"restore", "FILE DIR",
+       "a new table at DIR with the layout and records of the dump FILE (- "
+       "for standard input), renamed into place once whole",
+       {},
+       "roundtable restore /tmp/users.dump /tmp/users2"},
       {"demo", "[DIR]", "load, read back and delete --records records",
        {"records"},
        "roundtable demo --records=100000"},

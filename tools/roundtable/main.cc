@@ -44,6 +44,7 @@
 #include "roundtable/version.h"
 #include "tools/roundtable/balance.h"
 #include "tools/roundtable/command_line.h"
+#include "tools/roundtable/dump_commands.h"
 #include "tools/roundtable/map_command.h"
 #include "tools/roundtable/placement_experiment.h"
 #include "tools/roundtable/stash_experiment.h"
@@ -487,6 +488,15 @@ int TableCommand(const std::vector<std::string>& words) {
   } else if (command == "check") {
     if (args != 1) return usage("DIR");
     status = RunCheck(words[1], absl::GetFlag(FLAGS_json), std::cout);
+  } else if (command == "dump") {
+    if (args != 2) return usage("DIR FILE");
+    std::ios::sync_with_stdio(false);
+    status = RunDump(words[1], words[2]);
+    std::cout.flush();
+  } else if (command == "restore") {
+    if (args != 2) return usage("FILE DIR");
+    std::ios::sync_with_stdio(false);
+    status = RunRestore(words[1], words[2]);
   } else if (command == "demo") {
     if (args > 1) return usage("[DIR] [--records=N]");
     std::string dir;

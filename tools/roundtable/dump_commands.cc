@@ -1,0 +1,147 @@
+#include "tools/roundtable/dump_commands.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "io/base/status_macros.h"
+#include "roundtable/table.h"
+#include "tools/roundtable/dump_file.h"
+#include "tools/roundtable/progress.h"
+
+namespace roundtable::cli {
+namespace {
+
+// A batch of restored records is written once it holds this many bytes or
+// records.
+constexpr size_t kBatchBytes = 4 << 20;
+constexpr size_t kBatchRecords = 1024;
+
+// The directory that holds `path`.
+std::string Parent(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Makes a rename in `dir` durable.
+absl::Status SyncDirectory(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || fsync(fd) != 0) {
+    const int err = errno;
+    if (fd >= 0) close(fd);
+    return absl::UnavailableError(
+        absl::StrCat("sync ", dir, ": ", std::strerror(err)));
+  }
+  close(fd);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunDump(const std::string& dir, const std::string& path) {
+  RT_ASSIGN_OR_RETURN(Options o, Table::ReadLayout(dir));
+  const Options layout = o;
+  o.read_only = true;
+  o.create_if_missing = false;
+  RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> table, Table::Open(o, dir));
+  std::ofstream file;
+  const bool to_stdout = path == "-";
+  if (!to_stdout) {
+    file.open(path, std::ios::binary | std::ios::trunc);
+    if (!file) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+    }
+  }
+  std::ostream& out = to_stdout ? std::cout : file;
+  DumpWriter writer(&out, layout);
+  Progress progress("dump", Progress::OnTerminal());
+  auto it = table->NewIterator();
+  for (; it->Valid() && out; it->Next()) {
+    writer.Add(it->key(), it->value());
+    progress.Add(1, it->key().size() + it->value().size());
+  }
+  absl::Status status = it->status();
+  if (status.ok()) status = writer.Finish();
+  if (status.ok() && !to_stdout) {
+    file.close();
+    if (!file) status = absl::UnavailableError("writing the dump failed");
+  }
+  if (!status.ok()) {
+    if (!to_stdout) std::remove(path.c_str());
+    return status;
+  }
+  progress.Finish();
+  return table->Close();
+}
+
+absl::Status RunRestore(const std::string& path, const std::string& dir) {
+  struct stat st;
+  if (stat((dir + "/blocks").c_str(), &st) == 0) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "table ", dir, " exists; restore makes a new one"));
+  }
+  std::ifstream file;
+  const bool from_stdin = path == "-";
+  if (!from_stdin) {
+    file.open(path, std::ios::binary);
+    if (!file) {
+      return absl::NotFoundError(
+          absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+    }
+  }
+  DumpReader reader(from_stdin ? &std::cin : &file);
+  RT_ASSIGN_OR_RETURN(Options o, reader.ReadHeader());
+  // Built beside the target, renamed into place once whole.
+  const std::string building = dir + ".restoring";
+  RT_RETURN_IF_ERROR(DestroyTable(building));
+  o.error_if_exists = true;
+  RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> table, Table::Open(o, building));
+  auto restore = [&]() -> absl::Status {
+    Progress progress("restore", Progress::OnTerminal());
+    WriteBatch batch;
+    size_t batch_bytes = 0;
+    std::string key, value;
+    while (true) {
+      RT_ASSIGN_OR_RETURN(const bool more, reader.Next(&key, &value));
+      if (more) {
+        batch.Put(key, value);
+        batch_bytes += key.size() + value.size();
+        progress.Add(1, key.size() + value.size());
+      }
+      if (!more || batch.Count() >= kBatchRecords ||
+          batch_bytes >= kBatchBytes) {
+        RT_RETURN_IF_ERROR(table->Write(batch));
+        batch.Clear();
+        batch_bytes = 0;
+      }
+      if (!more) break;
+    }
+    RT_RETURN_IF_ERROR(table->Flush());
+    RT_RETURN_IF_ERROR(table->Close());
+    if (rename(building.c_str(), dir.c_str()) != 0) {
+      return absl::UnavailableError(absl::StrCat(
+          "rename ", building, " to ", dir, ": ", std::strerror(errno)));
+    }
+    RT_RETURN_IF_ERROR(SyncDirectory(Parent(dir)));
+    progress.Finish();
+    return absl::OkStatus();
+  };
+  absl::Status status = restore();
+  if (!status.ok()) {
+    table.reset();
+    DestroyTable(building).IgnoreError();
+  }
+  return status;
+}
+
+}  // namespace roundtable::cli

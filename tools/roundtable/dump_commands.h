@@ -1,0 +1,26 @@
+// `roundtable dump` and `restore`: a table to a dump file (dump_file.h)
+// and back, byte for byte, with its layout.
+#ifndef ROUNDTABLE_TOOLS_ROUNDTABLE_DUMP_COMMANDS_H_
+#define ROUNDTABLE_TOOLS_ROUNDTABLE_DUMP_COMMANDS_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace roundtable::cli {
+
+// Writes the layout and every record of the table at `dir` to `path`
+// ("-": standard output), opening the table read-only (other readers may
+// share it; a writer is refused while it runs). A file that could not be
+// written whole is removed.
+absl::Status RunDump(const std::string& dir, const std::string& path);
+
+// Creates the table at `dir` (which must not hold one) with the layout and
+// records of the dump at `path` ("-": standard input). The table is built
+// beside it (DIR.restoring) and renamed into place only once the whole
+// dump has been read and verified: a failed restore leaves no table.
+absl::Status RunRestore(const std::string& path, const std::string& dir);
+
+}  // namespace roundtable::cli
+
+#endif  // ROUNDTABLE_TOOLS_ROUNDTABLE_DUMP_COMMANDS_H_

@@ -1,0 +1,41 @@
+#include "tools/roundtable/progress.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <utility>
+
+namespace roundtable::cli {
+
+Progress::Progress(std::string label, bool enabled)
+    : label_(std::move(label)), enabled_(enabled) {}
+
+bool Progress::OnTerminal() { return isatty(STDERR_FILENO) != 0; }
+
+void Progress::Add(uint64_t records, uint64_t bytes) {
+  records_ += records;
+  bytes_ += bytes;
+  if (!enabled_) return;
+  const Clock::time_point now = Clock::now();
+  if (now - shown_ < std::chrono::milliseconds(200)) return;
+  shown_ = now;
+  const double seconds = std::chrono::duration<double>(now - start_).count();
+  std::fprintf(stderr, "\r%s: %llu records, %.0f MB, %.0f records/s   ",
+               label_.c_str(), static_cast<unsigned long long>(records_),
+               bytes_ / 1e6, seconds > 0 ? records_ / seconds : 0.0);
+  std::fflush(stderr);
+}
+
+void Progress::Finish() {
+  if (!enabled_) return;
+  const double seconds =
+      std::chrono::duration<double>(Clock::now() - start_).count();
+  std::fprintf(stderr,
+               "\r%78s\r%s: %llu records, %.1f MB in %.2f s: %.0f records/s, "
+               "%.1f MB/s\n",
+               "", label_.c_str(), static_cast<unsigned long long>(records_),
+               bytes_ / 1e6, seconds, seconds > 0 ? records_ / seconds : 0.0,
+               seconds > 0 ? bytes_ / 1e6 / seconds : 0.0);
+}
+
+}  // namespace roundtable::cli
