@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -728,6 +729,59 @@ TEST(RoundtableCliTest, DumpAndRestoreRoundTripInEveryLayout) {
   }
 }
 
+// rebuild between every pair of block sizes keeps every record byte for
+// byte and takes the new layout; killed (SIGKILL) at random moments it
+// leaves the old table or the new one, whole.
+TEST(RoundtableCliTest, RebuildChangesTheLayoutAndSurvivesKills) {
+  std::mt19937_64 rng(29);
+  const std::string dir = TableDir();
+  ASSERT_EQ(RunTool("create " + dir + " --block_size=512 --s0=2").exit_code, 0);
+  ASSERT_EQ(RunTool("load " + dir, RandomRecords(rng, 3000)).exit_code, 0);
+  const std::vector<std::string> records = SortedScan(dir);
+  auto block_size = [&] {
+    const std::string stats = RunTool("stats " + dir + " --json").out;
+    const size_t at = stats.find("\"block_size\":");
+    return at == std::string::npos
+               ? std::string()
+               : stats.substr(at + 13, stats.find(',', at) - at - 13);
+  };
+  for (const char* size : {"1024", "4096", "16384", "512", "4096", "1024",
+                           "16384", "512"}) {
+    const Outcome o = RunTool("rebuild " + dir + " --block_size=" + size);
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    EXPECT_EQ(block_size(), size);
+    EXPECT_TRUE(records == SortedScan(dir)) << size;
+  }
+  EXPECT_EQ(RunTool("check " + dir).exit_code, 0);
+  // Kills at moments spread over a rebuild's length.
+  const std::string cli = RT_CLI_PATH;
+  for (int round = 0; round < 8; ++round) {
+    const std::string before = block_size();
+    const std::string target = before == "512" ? "8192" : "512";
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const std::string flag = "--block_size=" + target;
+      execl(cli.c_str(), cli.c_str(), "rebuild", dir.c_str(), flag.c_str(),
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 + 15 * round));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    const std::string after = block_size();
+    EXPECT_TRUE(after == before || after == target) << after;
+    EXPECT_TRUE(records == SortedScan(dir)) << "round " << round;
+  }
+  EXPECT_EQ(RunTool("rebuild " + dir + " --block_size=4096").exit_code, 0);
+  EXPECT_TRUE(records == SortedScan(dir));
+  EXPECT_EQ(RunTool("check " + dir).exit_code, 0);
+  EXPECT_EQ(RunTool("rebuild " + dir + " --block_size=1000").exit_code, 2);
+  EXPECT_EQ(RunTool("rebuild " + dir + "_none").exit_code, 1);
+  std::system(("rm -rf " + dir + " " + dir + ".rebuild").c_str());
+}
+
 // A damaged, cut or extended dump is refused (exit status 3) naming what is
 // wrong, and leaves no table; a restore onto a table is refused.
 TEST(RoundtableCliTest, RestoreRefusesADamagedDumpAndLeavesNoTable) {
@@ -787,7 +841,7 @@ TEST(RoundtableCliTest, HelpVersionAndUsageErrors) {
        {"create DIR", "put DIR KEY VALUE | DIR KEY --value_file=PATH",
         "get DIR KEY", "del DIR KEY",
         "load DIR [FILE]", "scan DIR", "stats DIR", "check DIR",
-        "dump DIR FILE", "restore FILE DIR", "demo [DIR]", "map", "experiment balance", "experiment stash",
+        "dump DIR FILE", "restore FILE DIR", "rebuild DIR", "demo [DIR]", "map", "experiment balance", "experiment stash",
         "experiment transfers", "experiment placement"}) {
     EXPECT_NE(o.out.find(std::string("roundtable ") + command + "\n"),
               std::string::npos)

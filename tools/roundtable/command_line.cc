@@ -50,6 +50,12 @@ const std::vector<CommandSpec>& Commands() {
        "for standard input), renamed into place once whole",
        {},
        "roundtable restore /tmp/users.dump /tmp/users2"},
+      {"rebuild", "DIR",
+       "copy every record into a new table of the layout given (the flags "
+       "not given keep the table's) and put it in the old one's place in "
+       "one rename: a crash leaves the old table or the new one",
+       {"block_size", "s0", "epsilon"},
+       "roundtable rebuild /tmp/users --block_size=8192 --s0=8"},
       {"demo", "[DIR]", "load, read back and delete --records records",
        {"records"},
        "roundtable demo --records=100000"},

@@ -144,4 +144,17 @@ absl::Status RunRestore(const std::string& path, const std::string& dir) {
   return status;
 }
 
+absl::Status RunRebuild(const std::string& dir, const Options& layout) {
+  Progress progress("rebuild", Progress::OnTerminal());
+  uint64_t shown_records = 0, shown_bytes = 0;
+  RT_RETURN_IF_ERROR(
+      RebuildTable(dir, layout, [&](uint64_t records, uint64_t bytes) {
+        progress.Add(records - shown_records, bytes - shown_bytes);
+        shown_records = records;
+        shown_bytes = bytes;
+      }));
+  progress.Finish();
+  return absl::OkStatus();
+}
+
 }  // namespace roundtable::cli

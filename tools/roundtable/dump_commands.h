@@ -1,11 +1,13 @@
 // `roundtable dump` and `restore`: a table to a dump file (dump_file.h)
-// and back, byte for byte, with its layout.
+// and back, byte for byte, with its layout; and `rebuild`, a table into
+// another layout in place.
 #ifndef ROUNDTABLE_TOOLS_ROUNDTABLE_DUMP_COMMANDS_H_
 #define ROUNDTABLE_TOOLS_ROUNDTABLE_DUMP_COMMANDS_H_
 
 #include <string>
 
 #include "absl/status/status.h"
+#include "roundtable/options.h"
 
 namespace roundtable::cli {
 
@@ -20,6 +22,10 @@ absl::Status RunDump(const std::string& dir, const std::string& path);
 // beside it (DIR.restoring) and renamed into place only once the whole
 // dump has been read and verified: a failed restore leaves no table.
 absl::Status RunRestore(const std::string& path, const std::string& dir);
+
+// Rebuilds the table at `dir` into the layout fields `layout` sets
+// (RebuildTable), with progress on a terminal.
+absl::Status RunRebuild(const std::string& dir, const Options& layout);
 
 }  // namespace roundtable::cli
 

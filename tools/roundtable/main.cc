@@ -412,7 +412,12 @@ int PlacementExperiment() {
 }
 
 // Runs a store command; `words` are the command and its arguments.
-int TableCommand(const std::vector<std::string>& words) {
+// `given`: the names of the flags on the command line.
+int TableCommand(const std::vector<std::string>& words,
+                 const std::vector<std::string>& given) {
+  auto was_given = [&](const char* flag) {
+    return std::find(given.begin(), given.end(), flag) != given.end();
+  };
   const std::string& command = words[0];
   const size_t args = words.size() - 1;
   auto usage = [&](const char* shape) {
@@ -497,6 +502,18 @@ int TableCommand(const std::vector<std::string>& words) {
     if (args != 2) return usage("FILE DIR");
     std::ios::sync_with_stdio(false);
     status = RunRestore(words[1], words[2]);
+  } else if (command == "rebuild") {
+    if (args != 1) return usage("DIR [--block_size --s0 --epsilon]");
+    Options layout;  // only what is given changes
+    if (was_given("block_size")) {
+      layout.block_size = absl::GetFlag(FLAGS_block_size);
+    }
+    if (was_given("epsilon")) layout.epsilon = absl::GetFlag(FLAGS_epsilon);
+    auto s0 = ParseList("s0", absl::GetFlag(FLAGS_s0));
+    if (!s0.ok()) return Fail(command, s0.status());
+    if (s0->size() > 1) return Usage(command, "--s0 takes one value");
+    if (!s0->empty()) layout.s0 = s0->front();
+    status = RunRebuild(words[1], layout);
   } else if (command == "demo") {
     if (args > 1) return usage("[DIR] [--records=N]");
     std::string dir;
@@ -636,7 +653,7 @@ int Main(int argc, char** argv) {
   if (spec->name == "experiment placement") {
     return bare ? PlacementExperiment() : no_arguments();
   }
-  return TableCommand(words);
+  return TableCommand(words, names);
 }
 
 }  // namespace

@@ -241,6 +241,30 @@ class ROUNDTABLE_EXPORT Table {
 ROUNDTABLE_EXPORT uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes,
                                        size_t value_bytes);
 
+// Called as a rebuild copies: the records and their key and value bytes so
+// far.
+using RebuildProgress =
+    std::function<void(uint64_t records, uint64_t bytes)>;
+
+// Rebuilds the table at `path` into a new layout: each layout field that
+// `layout` sets (block_size, s0, epsilon, hash_seed, block_records) replaces
+// the stored one, the others stay; its block_cache_bytes,
+// write_buffer_bytes and checkpoint_bytes are used while copying. Opens
+// the table to write (FailedPrecondition while another handle has it),
+// copies every record into a new table built at RebuildScratchPath(path),
+// checkpoints and syncs it, then exchanges the two directories in one
+// rename (renameat2 RENAME_EXCHANGE; FailedPrecondition on a file system
+// without it) and removes the old one. A crash at any point leaves at
+// `path` the old table or the new one, whole; the scratch directory it may
+// leave is removed by the next rebuild. Also how a table gives back the
+// space of a long history (its value file never shrinks otherwise). Reads
+// the whole table and writes it once more.
+ROUNDTABLE_EXPORT absl::Status RebuildTable(
+    const std::string& path, const Options& layout,
+    const RebuildProgress& progress = nullptr);
+// Where RebuildTable builds the new table: `path` + ".rebuild".
+ROUNDTABLE_EXPORT std::string RebuildScratchPath(const std::string& path);
+
 // Removes the table's files and its directory (if then empty), under the
 // writer's lock (FailedPrecondition while a handle has the table open). OK
 // when nothing is there.

@@ -1,0 +1,128 @@
+// RebuildTable (roundtable/table.h): every record of a table copied into a
+// new one of another layout, built beside it and exchanged with it in one
+// rename, so that a crash at any point leaves the old table or the new
+// one, whole.
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "engine/internal/kill_points.h"
+#include "io/base/status_macros.h"
+#include "roundtable/table.h"
+
+namespace roundtable {
+namespace {
+
+// A batch of copied records is written once it holds this many bytes or
+// records.
+constexpr size_t kBatchBytes = 4 << 20;
+constexpr size_t kBatchRecords = 1024;
+
+std::string ParentOf(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+absl::Status SyncDirectory(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || fsync(fd) != 0) {
+    const int err = errno;
+    if (fd >= 0) close(fd);
+    return absl::UnavailableError(
+        absl::StrCat("sync ", dir, ": ", std::strerror(err)));
+  }
+  close(fd);
+  return absl::OkStatus();
+}
+
+// Each layout field `given` sets replaces the stored one.
+Options NewLayout(const Options& stored, const Options& given) {
+  Options o = stored;
+  if (given.block_size) o.block_size = given.block_size;
+  if (given.s0) o.s0 = given.s0;
+  if (given.epsilon) o.epsilon = given.epsilon;
+  if (given.hash_seed) o.hash_seed = given.hash_seed;
+  if (given.block_records) o.block_records = given.block_records;
+  return o;
+}
+
+}  // namespace
+
+std::string RebuildScratchPath(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p + ".rebuild";
+}
+
+absl::Status RebuildTable(const std::string& path, const Options& layout,
+                          const RebuildProgress& progress) {
+  RT_ASSIGN_OR_RETURN(const Options stored, Table::ReadLayout(path));
+  // The old table, open to write: no other handle may change it meanwhile.
+  Options old_options = stored;
+  old_options.create_if_missing = false;
+  old_options.block_cache_bytes = layout.block_cache_bytes;
+  RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> old_table,
+                      Table::Open(old_options, path));
+  // What a crash left beside it: a new table never exchanged, or an old
+  // one exchanged and not yet removed.
+  const std::string scratch = RebuildScratchPath(path);
+  RT_RETURN_IF_ERROR(DestroyTable(scratch));
+  Options new_options = NewLayout(stored, layout);
+  new_options.error_if_exists = true;
+  new_options.block_cache_bytes = layout.block_cache_bytes;
+  new_options.write_buffer_bytes = layout.write_buffer_bytes;
+  new_options.checkpoint_bytes = layout.checkpoint_bytes;
+  RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> new_table,
+                      Table::Open(new_options, scratch));
+  uint64_t records = 0, bytes = 0;
+  {
+    WriteBatch batch;
+    size_t batch_bytes = 0;
+    auto it = old_table->NewIterator();
+    for (; it->Valid(); it->Next()) {
+      batch.Put(it->key(), it->value());
+      batch_bytes += it->key().size() + it->value().size();
+      ++records;
+      bytes += it->key().size() + it->value().size();
+      if (batch.Count() >= kBatchRecords || batch_bytes >= kBatchBytes) {
+        RT_RETURN_IF_ERROR(new_table->Write(batch));
+        internal::KillPoint("rebuild: batch copied");
+        batch.Clear();
+        batch_bytes = 0;
+        if (progress) progress(records, bytes);
+      }
+    }
+    RT_RETURN_IF_ERROR(it->status());
+    RT_RETURN_IF_ERROR(new_table->Write(batch));
+    if (progress) progress(records, bytes);
+  }
+  RT_RETURN_IF_ERROR(new_table->Flush());
+  RT_RETURN_IF_ERROR(new_table->Close());  // checkpointed and synced
+  RT_RETURN_IF_ERROR(SyncDirectory(ParentOf(scratch)));
+  internal::KillPoint("rebuild: copied");
+  // The one step that publishes it: the two directories trade places.
+  if (renameat2(AT_FDCWD, scratch.c_str(), AT_FDCWD, path.c_str(),
+                RENAME_EXCHANGE) != 0) {
+    const int err = errno;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot exchange ", scratch, " and ", path, " atomically: ",
+        std::strerror(err), err == EINVAL
+                                ? " (the file system lacks RENAME_EXCHANGE)"
+                                : ""));
+  }
+  RT_RETURN_IF_ERROR(SyncDirectory(ParentOf(path)));
+  internal::KillPoint("rebuild: exchanged");
+  // The old table is now at the scratch path.
+  RT_RETURN_IF_ERROR(old_table->Close());
+  old_table.reset();
+  return DestroyTable(scratch);
+}
+
+}  // namespace roundtable
