@@ -375,6 +375,38 @@ absl::Status Table::Impl::Close() {
   return s;
 }
 
+absl::StatusOr<KeyLocation> Table::Impl::Locate(std::string_view key) {
+  ReaderMutexLock lock(&mu_);
+  RT_RETURN_IF_ERROR(CheckOpen());
+  KeyLocation at;
+  at.hash = layout_.Hash(key);
+  at.bucket = table_.BucketOf(at.hash);
+  at.block = internal::kHeaderBlocks + at.bucket;
+  std::string value;
+  if (const Record* r = buffer_.Find(at.bucket, key, at.hash)) {
+    at.where = KeyLocation::Where::kWriteBuffer;
+    value = r->value();
+  } else if (const Record* r =
+                 table_.FindStashed(at.bucket, key, at.hash)) {
+    at.where = KeyLocation::Where::kStash;
+    value = r->value();
+  } else {
+    RT_ASSIGN_OR_RETURN(
+        const bool found,
+        store_.Find(at.bucket, key, internal::TagOf(at.hash), &value));
+    if (!found) return at;
+    at.where = KeyLocation::Where::kBlock;
+  }
+  at.value_bytes = value.size();
+  if (internal::IsReference(value)) {
+    const internal::ValueRef ref = internal::DecodeReference(value);
+    at.out_of_line = true;
+    at.value_offset = ref.first * layout_.block_size;
+    at.value_bytes = ref.length;
+  }
+  return at;
+}
+
 absl::StatusOr<uint64_t> Table::Impl::Count() {
   ReaderMutexLock lock(&mu_);
   RT_RETURN_IF_ERROR(CheckOpen());
@@ -644,6 +676,9 @@ std::unique_ptr<Iterator> Table::NewIterator() {
 absl::Status Table::Close() { return impl_->Close(); }
 TableStats Table::GetStats() const { return impl_->GetStats(); }
 absl::StatusOr<uint64_t> Table::Count() { return impl_->Count(); }
+absl::StatusOr<KeyLocation> Table::Locate(std::string_view key) {
+  return impl_->Locate(key);
+}
 absl::Status Table::Check() { return impl_->Check(); }
 size_t Table::max_record_bytes() const { return impl_->max_record_bytes(); }
 size_t Table::max_key_bytes() const { return impl_->max_key_bytes(); }

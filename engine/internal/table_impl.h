@@ -116,6 +116,8 @@ class ROUNDTABLE_HIDDEN Table::Impl {
   absl::Status Close() ABSL_LOCKS_EXCLUDED(mu_);
   TableStats GetStats() const ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<uint64_t> Count() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<KeyLocation> Locate(std::string_view key)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Check() ABSL_LOCKS_EXCLUDED(mu_);  // table_check.cc
   size_t max_record_bytes() const { return layout_.max_record(); }
   size_t max_key_bytes() const { return layout_.max_key(); }

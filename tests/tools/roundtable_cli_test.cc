@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 #include "tests/engine/mapping/reference_round_mapping.h"
 
 namespace {
@@ -782,6 +784,62 @@ TEST(RoundtableCliTest, RebuildChangesTheLayoutAndSurvivesKills) {
   std::system(("rm -rf " + dir + " " + dir + ".rebuild").c_str());
 }
 
+// The number after "field": in a JSON object (0 when missing).
+uint64_t JsonNumber(const std::string& json, const std::string& field) {
+  const size_t at = json.find("\"" + field + "\":");
+  if (at == std::string::npos) return 0;
+  return std::strtoull(json.c_str() + at + field.size() + 3, nullptr, 10);
+}
+
+// locate names the hash and bucket that the table's own mapping gives
+// (XXH3 with the default seed, then round-mapping over the table's m
+// buckets, by the reference implementation), and where the record is.
+TEST(RoundtableCliTest, LocateAgreesWithTheMapping) {
+  const std::string dir = TableDir();
+  ASSERT_EQ(RunTool("create " + dir + " --block_size=1024 --s0=4").exit_code,
+            0);
+  std::string tsv;
+  for (int i = 0; i < 1500; ++i) tsv += "k" + std::to_string(i) + "\tvalue\n";
+  ASSERT_EQ(RunTool("load " + dir, tsv).exit_code, 0);
+  const std::string big(5000, 'b');
+  const std::string big_file = dir + ".big";
+  std::ofstream(big_file) << big;
+  ASSERT_EQ(RunTool("put " + dir + " big --value_file=" + big_file).exit_code,
+            0);
+  const uint64_t m = JsonNumber(RunTool("stats " + dir + " --json").out,
+                                "buckets");
+  ASSERT_GT(m, 4u);
+  std::set<std::string> wheres;
+  for (int i = 0; i < 1500; i += 37) {
+    const std::string key = "k" + std::to_string(i);
+    const Outcome o = RunTool("locate " + dir + " " + key + " --json");
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    const uint64_t h = XXH3_64bits_withSeed(key.data(), key.size(),
+                                            0x726f756e64746162);
+    EXPECT_EQ(JsonNumber(o.out, "hash"), h) << o.out;
+    EXPECT_EQ(JsonNumber(o.out, "bucket"),
+              roundtable::testing_support::ReferenceFindBucket(4, m, h))
+        << o.out;
+    EXPECT_EQ(JsonNumber(o.out, "block"), JsonNumber(o.out, "bucket") + 2);
+    EXPECT_EQ(JsonNumber(o.out, "value_bytes"), 5u);
+    const size_t at = o.out.find("\"where\":\"") + 9;
+    wheres.insert(o.out.substr(at, o.out.find('"', at) - at));
+  }
+  EXPECT_EQ(wheres.count("absent"), 0u);
+  EXPECT_FALSE(wheres.empty());
+  Outcome o = RunTool("locate " + dir + " big");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("value   5000 bytes out of line, at byte"),
+            std::string::npos)
+      << o.out;
+  o = RunTool("locate " + dir + " nobody");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("where   absent"), std::string::npos) << o.out;
+  EXPECT_EQ(RunTool("locate " + dir).exit_code, 2);
+  EXPECT_EQ(RunTool("locate " + dir + "_none k").exit_code, 1);
+  std::system(("rm -rf " + dir + " " + big_file).c_str());
+}
+
 // A damaged, cut or extended dump is refused (exit status 3) naming what is
 // wrong, and leaves no table; a restore onto a table is refused.
 TEST(RoundtableCliTest, RestoreRefusesADamagedDumpAndLeavesNoTable) {
@@ -841,7 +899,8 @@ TEST(RoundtableCliTest, HelpVersionAndUsageErrors) {
        {"create DIR", "put DIR KEY VALUE | DIR KEY --value_file=PATH",
         "get DIR KEY", "del DIR KEY",
         "load DIR [FILE]", "scan DIR", "stats DIR", "check DIR",
-        "dump DIR FILE", "restore FILE DIR", "rebuild DIR", "demo [DIR]", "map", "experiment balance", "experiment stash",
+        "dump DIR FILE", "restore FILE DIR", "rebuild DIR", "locate DIR KEY",
+        "demo [DIR]", "map", "experiment balance", "experiment stash",
         "experiment transfers", "experiment placement"}) {
     EXPECT_NE(o.out.find(std::string("roundtable ") + command + "\n"),
               std::string::npos)

@@ -32,6 +32,11 @@ const std::vector<CommandSpec>& Commands() {
        "store tab-separated records from FILE or standard input",
        {"batch", "sync"},
        "roundtable load /tmp/users records.tsv --batch=100"},
+      {"locate", "DIR KEY",
+       "where the key lives: its hash, bucket and block; in its block, the "
+       "stash or the write buffer, or absent; its value's size and place",
+       {"json"},
+       "roundtable locate /tmp/users alice"},
       {"scan", "DIR", "print every record, tab-separated and escaped", {},
        "roundtable scan /tmp/users"},
       {"stats", "DIR", "the exact record count, layout, sizes and ledgers",

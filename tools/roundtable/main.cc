@@ -50,6 +50,7 @@
 #include "tools/roundtable/stash_experiment.h"
 #include "tools/roundtable/table_commands.h"
 #include "tools/roundtable/transfers_experiment.h"
+#include "tools/roundtable/tsv.h"
 
 ABSL_FLAG(std::string, mapping, "round",
           "map: the mapping scheme (round, jump, linear-slack, "
@@ -482,6 +483,11 @@ int TableCommand(const std::vector<std::string>& words,
                                                         buffer.error()));
     }
     if (args == 2) close(fd);
+  } else if (command == "locate") {
+    if (args != 2) return usage("DIR KEY [--json]");
+    auto key = Unescape(words[2]);
+    if (!key.ok()) return Fail(command, key.status());
+    status = RunLocate(words[1], *key, absl::GetFlag(FLAGS_json), std::cout);
   } else if (command == "scan") {
     if (args != 1) return usage("DIR");
     std::ios::sync_with_stdio(false);

@@ -201,6 +201,42 @@ absl::Status RunLoad(const std::string& dir, std::istream& in,
   return table->Close();
 }
 
+absl::Status RunLocate(const std::string& dir, std::string_view key,
+                       bool json, std::ostream& out) {
+  RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, true));
+  RT_ASSIGN_OR_RETURN(const KeyLocation at, table->Locate(key));
+  const TableStats s = table->GetStats();
+  const char* where = at.where == KeyLocation::Where::kBlock   ? "block"
+                      : at.where == KeyLocation::Where::kStash ? "stash"
+                      : at.where == KeyLocation::Where::kWriteBuffer
+                          ? "write buffer"
+                          : "absent";
+  const uint64_t block_offset = at.block * s.block_size;
+  if (json) {
+    out << absl::StrFormat(
+        "{\"hash\":%d,\"hash_hex\":\"0x%016x\",\"bucket\":%d,"
+        "\"buckets\":%d,\"block\":%d,"
+        "\"block_offset\":%d,\"where\":\"%s\",\"value_bytes\":%d,"
+        "\"out_of_line\":%s,\"value_offset\":%d}\n",
+        at.hash, at.hash, at.bucket, s.buckets, at.block, block_offset, where,
+        at.value_bytes, at.out_of_line ? "true" : "false", at.value_offset);
+  } else {
+    out << absl::StrFormat(
+        "hash    0x%016x\nbucket  %d of %d\nblock   %d (byte %d of "
+        "blocks)\nwhere   %s\n",
+        at.hash, at.bucket, s.buckets, at.block, block_offset, where);
+    if (at.where != KeyLocation::Where::kAbsent) {
+      out << (at.out_of_line
+                  ? absl::StrFormat(
+                        "value   %d bytes out of line, at byte %d of values\n",
+                        at.value_bytes, at.value_offset)
+                  : absl::StrFormat("value   %d bytes in line\n",
+                                    at.value_bytes));
+    }
+  }
+  return table->Close();
+}
+
 absl::Status RunScan(const std::string& dir, std::ostream& out) {
   RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, true));
   auto it = table->NewIterator();

@@ -42,6 +42,11 @@ absl::Status RunLoad(const std::string& dir, std::istream& in,
                      const LoadOptions& options);
 // Every record as a load line, in no particular order.
 absl::Status RunScan(const std::string& dir, std::ostream& out);
+// Where `key` lives (Table::Locate): hash, bucket, block, block, stash,
+// write buffer or absent, and a value's size and place; with `json` one
+// object. An absent key is not an error (where: absent).
+absl::Status RunLocate(const std::string& dir, std::string_view key,
+                       bool json, std::ostream& out);
 absl::Status RunStats(const std::string& dir, bool json, std::ostream& out);
 // Verifies every checksum and placement invariant (Table::Check); prints a
 // one-line verdict, or with `json` one object: {"ok", "error", "records",

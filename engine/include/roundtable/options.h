@@ -120,6 +120,19 @@ struct LogicalLedger {
   uint64_t shrinks = 0;
 };
 
+// Where a key lives (Table::Locate): for operators and tests.
+struct KeyLocation {
+  uint64_t hash = 0;    // XXH3-64 of the key with the table's seed
+  uint64_t bucket = 0;  // round-mapping of the hash
+  uint64_t block = 0;   // the bucket's block in the block file
+  enum class Where { kAbsent, kBlock, kStash, kWriteBuffer };
+  Where where = Where::kAbsent;
+  // A value stored out of line: its extent in the value file (bytes).
+  bool out_of_line = false;
+  uint64_t value_offset = 0;
+  uint64_t value_bytes = 0;  // the value's length, in line or not
+};
+
 struct WriteOptions {
   // Sync the write-ahead log before returning: the write then survives power
   // loss. Without it a write survives a crash of the process.

@@ -188,6 +188,12 @@ class ROUNDTABLE_EXPORT Table {
   // calls fail with FailedPrecondition.
   absl::Status Close();
 
+  // Where `key` lives: its hash, bucket and block, whether it is in its
+  // block, the stash or the write buffer (or absent), and where a value
+  // stored out of line lies. Reads the key's block at most (as Get, but no
+  // extent). DataLoss as Get; FailedPrecondition on a closed table.
+  absl::StatusOr<KeyLocation> Locate(std::string_view key);
+
   // Counters, sizes and ledgers, read from memory (no I/O). Its `records`
   // leaves out the puts still waiting in the write buffer: Count() is
   // exact.
