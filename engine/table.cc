@@ -3,15 +3,24 @@
 // part that owns it (engine/internal/table_impl.h lists them).
 #include "roundtable/table.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "engine/internal/kill_points.h"
 #include "engine/internal/table_impl.h"
 #include "io/base/status_macros.h"
+#include "io/io_error.h"
 
 namespace roundtable {
 
@@ -346,12 +355,81 @@ absl::Status Table::Impl::Flush() {
 }
 
 absl::Status Table::Impl::Checkpoint() {
-  MutexLock lock(&mu_);
-  RT_RETURN_IF_ERROR(CheckWritable());
-  return error_.Note(CheckpointLocked(/*complete=*/true));
+  while (true) {
+    {
+      MutexLock lock(&mu_);
+      if (backups_ == 0) {
+        RT_RETURN_IF_ERROR(CheckWritable());
+        return error_.Note(CheckpointLocked(/*complete=*/true));
+      }
+    }
+    // A backup is copying the files: rare, and seconds at most.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+absl::Status Table::Impl::Backup(const std::string& dir) {
+  namespace in = internal;
+  if (in_memory_) {
+    return absl::FailedPreconditionError("a table in memory has no files");
+  }
+  if (in::FileExists(dir, in::kBlocksFile)) {
+    return absl::AlreadyExistsError(absl::StrCat("table ", dir, " exists"));
+  }
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return io::FileError(errno, "mkdir", dir);
+  }
+  // The files that hold the checkpoint, and their lengths at it. The log
+  // and the journal are empty after a complete checkpoint: the copy makes
+  // them anew.
+  struct Copied {
+    const char* name;
+    uint64_t bytes = 0;
+  };
+  std::array<Copied, 5> files = {{{in::kStashFile},
+                                  {in::kBufferFile},
+                                  {in::kValuesFile},
+                                  {in::kSpaceMapFile},
+                                  {in::kBlocksFile}}};
+  {
+    MutexLock lock(&mu_);
+    RT_RETURN_IF_ERROR(CheckWritable());
+    RT_RETURN_IF_ERROR(error_.Note(CheckpointLocked(/*complete=*/true)));
+    const std::array<io::BlockDevice*, 5> devices = {
+        files_.stash.get(), files_.buffer.get(), files_.values.get(),
+        files_.spacemap.get(), files_.blocks.get()};
+    for (size_t i = 0; i < files.size(); ++i) {
+      files[i].bytes = devices[i]->num_blocks() * layout_.block_size;
+    }
+    ++backups_;
+  }
+  absl::Status status;
+  for (const Copied& f : files) {
+    if (!status.ok()) break;
+    status = in::CopyFilePrefix(in::TablePath(path_, f.name),
+                                in::TablePath(dir, f.name), f.bytes);
+    in::KillPoint("backup: file copied");
+  }
+  {
+    MutexLock lock(&mu_);
+    --backups_;
+  }
+  if (status.ok()) status = in::SyncDirectory(dir);
+  if (!status.ok()) {
+    for (const Copied& f : files) unlink(in::TablePath(dir, f.name).c_str());
+  }
+  return status;
 }
 
 absl::Status Table::Impl::Close() {
+  // A backup copying the files ends first (its checkpoint must stay).
+  while (true) {
+    {
+      ReaderMutexLock lock(&mu_);
+      if (backups_ == 0) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   MutexLock lock(&mu_);
   if (closed_) return absl::FailedPreconditionError("table is closed");
   absl::Status s;
@@ -488,6 +566,9 @@ TableStats Table::Impl::GetStats() const {
 }
 
 absl::Status Table::Impl::MaybeCheckpoint() {
+  // A backup is copying the files as of its checkpoint: the next one waits
+  // (the log and the held blocks grow meanwhile).
+  if (backups_ > 0) return absl::OkStatus();
   // The values count as a share of the log's limit.
   const double values = values_.CheckpointPressure(
       options_.value_checkpoint_bytes, options_.checkpoint_bytes / 8);
@@ -676,6 +757,9 @@ std::unique_ptr<Iterator> Table::NewIterator() {
 absl::Status Table::Close() { return impl_->Close(); }
 TableStats Table::GetStats() const { return impl_->GetStats(); }
 absl::StatusOr<uint64_t> Table::Count() { return impl_->Count(); }
+absl::Status Table::Backup(const std::string& dir) {
+  return impl_->Backup(dir);
+}
 absl::StatusOr<KeyLocation> Table::Locate(std::string_view key) {
   return impl_->Locate(key);
 }

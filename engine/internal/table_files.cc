@@ -301,4 +301,46 @@ absl::Status FormatNewBlocks(io::BlockDevice& file, uint64_t buckets) {
   return absl::OkStatus();
 }
 
+absl::Status CopyFilePrefix(const std::string& from, const std::string& to,
+                            uint64_t bytes) {
+  const int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return io::FileError(errno, "open", from);
+  const int out = open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                       0644);
+  if (out < 0) {
+    const int err = errno;
+    close(in);
+    return io::FileError(err, "create", to);
+  }
+  absl::Status status;
+  loff_t in_at = 0, out_at = 0;
+  while (status.ok() && static_cast<uint64_t>(in_at) < bytes) {
+    const ssize_t n = copy_file_range(in, &in_at, out, &out_at,
+                                      bytes - static_cast<uint64_t>(in_at), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) status = io::FileError(errno, "copy_file_range", to);
+    if (n == 0) {
+      status = absl::DataLossError(
+          absl::StrCat(from, " ended at byte ", in_at, " of ", bytes));
+    }
+  }
+  // A file whose tail is a hole reads as zeros: the copy has its length.
+  if (status.ok() && ftruncate(out, static_cast<off_t>(bytes)) != 0) {
+    status = io::FileError(errno, "ftruncate", to);
+  }
+  if (status.ok() && fsync(out) != 0) status = io::FileError(errno, "fsync", to);
+  close(in);
+  close(out);
+  return status;
+}
+
+absl::Status SyncDirectory(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return io::FileError(errno, "open", dir);
+  absl::Status status;
+  if (fsync(fd) != 0) status = io::FileError(errno, "fsync", dir);
+  close(fd);
+  return status;
+}
+
 }  // namespace roundtable::internal

@@ -148,6 +148,15 @@ bool FileExists(const std::string& dir, const char* file);
 // when nothing is there.
 absl::Status DestroyTableFiles(const std::string& dir);
 
+// Copies the first `bytes` bytes of file `from` to a new file `to`
+// (copy_file_range: the kernel copies, and shares the extents on file
+// systems with reflinks) and syncs it.
+absl::Status CopyFilePrefix(const std::string& from, const std::string& to,
+                            uint64_t bytes);
+
+// Syncs directory `dir` (the names made in it).
+absl::Status SyncDirectory(const std::string& dir);
+
 }  // namespace roundtable::internal
 
 #endif  // ROUNDTABLE_ENGINE_INTERNAL_TABLE_FILES_H_

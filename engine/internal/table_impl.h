@@ -116,6 +116,7 @@ class ROUNDTABLE_HIDDEN Table::Impl {
   absl::Status Close() ABSL_LOCKS_EXCLUDED(mu_);
   TableStats GetStats() const ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<uint64_t> Count() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Backup(const std::string& dir) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<KeyLocation> Locate(std::string_view key)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Check() ABSL_LOCKS_EXCLUDED(mu_);  // table_check.cc
@@ -188,6 +189,10 @@ class ROUNDTABLE_HIDDEN Table::Impl {
   mutable SharedMutex mu_;
   FirstError error_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  // Backups copying the files (Backup): while one runs, no checkpoint
+  // writes in place (MaybeCheckpoint starts none; Checkpoint and Close
+  // wait), so the files stay those of the backup's checkpoint.
+  int backups_ ABSL_GUARDED_BY(mu_) = 0;
 
   // The parts, each borrowing only those declared before it (and the
   // files), so that they are destroyed first: the checkpoint's thread is

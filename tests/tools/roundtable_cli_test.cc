@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -840,6 +841,66 @@ TEST(RoundtableCliTest, LocateAgreesWithTheMapping) {
   std::system(("rm -rf " + dir + " " + big_file).c_str());
 }
 
+// backup copies a table that opens as a table of its own with the same
+// records; over a table it is refused; while another process writes the
+// table it is refused with the lock's exit status (a process that has the
+// table open takes its backups with Table::Backup).
+TEST(RoundtableCliTest, BackupCopiesATable) {
+  std::mt19937_64 rng(31);
+  const std::string dir = TableDir(), copy = TableDir();
+  ASSERT_EQ(RunTool("create " + dir + " --block_size=2048").exit_code, 0);
+  ASSERT_EQ(RunTool("load " + dir, RandomRecords(rng, 800)).exit_code, 0);
+  Outcome o = RunTool("backup " + dir + " " + copy);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.out + o.err, "");
+  EXPECT_TRUE(SortedScan(dir) == SortedScan(copy));
+  EXPECT_EQ(RunTool("check " + copy).exit_code, 0);
+  EXPECT_EQ(RunTool("put " + copy + " new v").exit_code, 0);
+  EXPECT_EQ(RunTool("get " + dir + " new").exit_code, 1);
+  o = RunTool("backup " + dir + " " + copy);
+  EXPECT_EQ(o.exit_code, 5);
+  EXPECT_NE(o.err.find("exists"), std::string::npos) << o.err;
+  // A writer holds the table (a load waiting on its input).
+  int input[2];
+  ASSERT_EQ(pipe(input), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    dup2(input[0], STDIN_FILENO);
+    close(input[1]);
+    execl(RT_CLI_PATH, RT_CLI_PATH, "load", dir.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(input[0]);
+  ASSERT_TRUE(write(input[1], "w\tv\n", 4) == 4);
+  // Once the load has the table's lock file open, it holds the lock (any
+  // probe through the tool could itself make the load's open fail).
+  const std::string lock_file =
+      std::filesystem::path(dir + "/LOCK").lexically_normal().string();
+  bool holding = false;
+  for (int i = 0; i < 500 && !holding; ++i) {
+    std::error_code ec;
+    for (const auto& fd : std::filesystem::directory_iterator(
+             "/proc/" + std::to_string(pid) + "/fd", ec)) {
+      std::error_code link_ec;
+      const auto target = std::filesystem::read_symlink(fd.path(), link_ec);
+      holding = holding || (!link_ec && target.string() == lock_file);
+    }
+    if (!holding) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(holding) << "the load never opened the table";
+  o = RunTool("backup " + dir + " " + copy + "_locked");
+  EXPECT_EQ(o.exit_code, 4) << o.err;
+  EXPECT_NE(o.err.find("locked by a writer"), std::string::npos) << o.err;
+  close(input[1]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(RunTool("backup " + dir + "_none " + copy + "_x").exit_code, 1);
+  std::system(("rm -rf " + dir + " " + copy + " " + copy + "_locked").c_str());
+}
+
 // A damaged, cut or extended dump is refused (exit status 3) naming what is
 // wrong, and leaves no table; a restore onto a table is refused.
 TEST(RoundtableCliTest, RestoreRefusesADamagedDumpAndLeavesNoTable) {
@@ -900,6 +961,7 @@ TEST(RoundtableCliTest, HelpVersionAndUsageErrors) {
         "get DIR KEY", "del DIR KEY",
         "load DIR [FILE]", "scan DIR", "stats DIR", "check DIR",
         "dump DIR FILE", "restore FILE DIR", "rebuild DIR", "locate DIR KEY",
+        "backup DIR COPY",
         "demo [DIR]", "map", "experiment balance", "experiment stash",
         "experiment transfers", "experiment placement"}) {
     EXPECT_NE(o.out.find(std::string("roundtable ") + command + "\n"),

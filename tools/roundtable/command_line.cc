@@ -55,6 +55,12 @@ const std::vector<CommandSpec>& Commands() {
        "for standard input), renamed into place once whole",
        {},
        "roundtable restore /tmp/users.dump /tmp/users2"},
+      {"backup", "DIR COPY",
+       "a consistent copy of the table, as of one moment, in the directory "
+       "COPY, which opens as a table of its own (Table::Backup: writers go "
+       "on while it copies)",
+       {},
+       "roundtable backup /tmp/users /tmp/users.backup"},
       {"rebuild", "DIR",
        "copy every record into a new table of the layout given (the flags "
        "not given keep the table's) and put it in the old one's place in "

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -155,6 +156,24 @@ absl::Status RunRebuild(const std::string& dir, const Options& layout) {
       }));
   progress.Finish();
   return absl::OkStatus();
+}
+
+absl::Status RunBackup(const std::string& dir, const std::string& copy) {
+  Options o;  // the stored layout
+  o.create_if_missing = false;
+  RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> table, Table::Open(o, dir));
+  Progress progress("backup", Progress::OnTerminal());
+  RT_RETURN_IF_ERROR(table->Backup(copy));
+  if (Progress::OnTerminal()) {  // the summary: the copy's records and bytes
+    RT_ASSIGN_OR_RETURN(const uint64_t records, table->Count());
+    uint64_t bytes = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(copy)) {
+      if (entry.is_regular_file()) bytes += entry.file_size();
+    }
+    progress.Add(records, bytes);
+    progress.Finish();
+  }
+  return table->Close();
 }
 
 }  // namespace roundtable::cli

@@ -23,6 +23,10 @@ absl::Status RunDump(const std::string& dir, const std::string& path);
 // dump has been read and verified: a failed restore leaves no table.
 absl::Status RunRestore(const std::string& path, const std::string& dir);
 
+// Writes a consistent copy of the table at `dir` to `copy` (Table::Backup),
+// opening it to write: another process's writer must close it first.
+absl::Status RunBackup(const std::string& dir, const std::string& copy);
+
 // Rebuilds the table at `dir` into the layout fields `layout` sets
 // (RebuildTable), with progress on a terminal.
 absl::Status RunRebuild(const std::string& dir, const Options& layout);

@@ -508,6 +508,9 @@ int TableCommand(const std::vector<std::string>& words,
     if (args != 2) return usage("FILE DIR");
     std::ios::sync_with_stdio(false);
     status = RunRestore(words[1], words[2]);
+  } else if (command == "backup") {
+    if (args != 2) return usage("DIR COPY");
+    status = RunBackup(words[1], words[2]);
   } else if (command == "rebuild") {
     if (args != 1) return usage("DIR [--block_size --s0 --epsilon]");
     Options layout;  // only what is given changes

@@ -184,6 +184,21 @@ class ROUNDTABLE_EXPORT Table {
   // or Close: docs/durability.md.)
   absl::Status Checkpoint();
 
+  // Writes a copy of the table, as of one moment, to directory `dir` (made
+  // if missing; AlreadyExists when it holds a table), which opens as a
+  // table of its own: it holds every write acknowledged before Backup was
+  // called and none begun after it returned. The moment is a complete
+  // checkpoint, under the writer lock; then, with the lock released, the
+  // files it left (block file, stash and buffer copies, value file and its
+  // map) are copied (copy_file_range, which shares extents on file systems
+  // with reflinks; never hard links, as the next checkpoint rewrites them
+  // in place) while readers and writers go on. Meanwhile no checkpoint
+  // writes in place: the log and the held blocks grow until the copy ends,
+  // and Checkpoint and Close wait for it. One file read and written per
+  // file of the table. FailedPrecondition on a read-only, closed or
+  // in-memory table.
+  absl::Status Backup(const std::string& dir);
+
   // Compacts the stash copy, checkpoints, and releases the files. Later
   // calls fail with FailedPrecondition.
   absl::Status Close();
