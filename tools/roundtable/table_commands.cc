@@ -17,6 +17,7 @@
 #include "engine/internal/block_format.h"
 #include "engine/internal/table_files.h"
 #include "io/base/status_macros.h"
+#include "tools/roundtable/progress.h"
 #include "tools/roundtable/tsv.h"
 
 namespace roundtable::cli {
@@ -148,8 +149,7 @@ absl::Status RunLoad(const std::string& dir, std::istream& in,
   const size_t max_record = table->max_record_bytes();
   const size_t max_key = table->max_key_bytes();
   std::string line;
-  uint64_t loaded = 0;
-  const auto start = Clock::now();
+  Progress progress("load", options.progress);
   for (uint64_t number = 1;; ++number) {
     std::getline(in, line);
     if (in.bad()) {
@@ -186,19 +186,16 @@ absl::Status RunLoad(const std::string& dir, std::istream& in,
       if (batch.Count() == options.batch) s = flush();
     }
     if (!s.ok()) return fail(number, s);
-    if (options.progress && ++loaded % 65536 == 0) {
-      std::fprintf(stderr, "\rload: %llu records, %.0f/s",
-                   static_cast<unsigned long long>(loaded),
-                   loaded / Seconds(start));
-    }
+    if (s.ok()) progress.Add(1, key->size() + value->size());
     if (in.eof()) break;
   }
   if (absl::Status s = flush(); !s.ok()) {
     table->Close().IgnoreError();
     return s;
   }
-  if (options.progress) ClearProgress();
-  return table->Close();
+  RT_RETURN_IF_ERROR(table->Close());
+  progress.Finish();
+  return absl::OkStatus();
 }
 
 absl::Status RunLocate(const std::string& dir, std::string_view key,
@@ -239,11 +236,14 @@ absl::Status RunLocate(const std::string& dir, std::string_view key,
 
 absl::Status RunScan(const std::string& dir, std::ostream& out) {
   RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, true));
+  Progress progress("scan", Progress::OnTerminal());
   auto it = table->NewIterator();
   for (; it->Valid(); it->Next()) {
     out << Escape(it->key()) << '\t' << Escape(it->value()) << '\n';
+    progress.Add(1, it->key().size() + it->value().size());
   }
   RT_RETURN_IF_ERROR(it->status());
+  progress.Finish();
   return table->Close();
 }
 
