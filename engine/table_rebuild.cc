@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/internal/kill_points.h"
+#include "engine/internal/table_files.h"
 #include "io/base/status_macros.h"
 #include "roundtable/table.h"
 
@@ -23,24 +24,6 @@ namespace {
 // records.
 constexpr size_t kBatchBytes = 4 << 20;
 constexpr size_t kBatchRecords = 1024;
-
-std::string ParentOf(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-absl::Status SyncDirectory(const std::string& dir) {
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0 || fsync(fd) != 0) {
-    const int err = errno;
-    if (fd >= 0) close(fd);
-    return absl::UnavailableError(
-        absl::StrCat("sync ", dir, ": ", std::strerror(err)));
-  }
-  close(fd);
-  return absl::OkStatus();
-}
 
 // Each layout field `given` sets replaces the stored one.
 Options NewLayout(const Options& stored, const Options& given) {
@@ -105,19 +88,19 @@ absl::Status RebuildTable(const std::string& path, const Options& layout,
   }
   RT_RETURN_IF_ERROR(new_table->Flush());
   RT_RETURN_IF_ERROR(new_table->Close());  // checkpointed and synced
-  RT_RETURN_IF_ERROR(SyncDirectory(ParentOf(scratch)));
+  RT_RETURN_IF_ERROR(
+      internal::SyncDirectory(internal::ParentDirectory(scratch)));
   internal::KillPoint("rebuild: copied");
   // The one step that publishes it: the two directories trade places.
   if (renameat2(AT_FDCWD, scratch.c_str(), AT_FDCWD, path.c_str(),
                 RENAME_EXCHANGE) != 0) {
     const int err = errno;
     return absl::FailedPreconditionError(absl::StrCat(
-        "cannot exchange ", scratch, " and ", path, " atomically: ",
-        std::strerror(err), err == EINVAL
-                                ? " (the file system lacks RENAME_EXCHANGE)"
-                                : ""));
+        "cannot exchange ", scratch, " and ", path,
+        " atomically: ", std::strerror(err),
+        err == EINVAL ? " (the file system lacks RENAME_EXCHANGE)" : ""));
   }
-  RT_RETURN_IF_ERROR(SyncDirectory(ParentOf(path)));
+  RT_RETURN_IF_ERROR(internal::SyncDirectory(internal::ParentDirectory(path)));
   internal::KillPoint("rebuild: exchanged");
   // The old table is now at the scratch path.
   RT_RETURN_IF_ERROR(old_table->Close());

@@ -39,11 +39,16 @@ with open(path, "w") as f:
         f.write("%016x\t%s\n" % (rng.getrandbits(64), "v" * 100))
 EOF
 
-# seconds CMD...: runs CMD (output discarded) and prints its wall time.
+# seconds CMD...: runs CMD (its output to the store's log) and prints its
+# wall time; a command that fails stops the run.
 seconds() {
   local start end
   start=$(date +%s.%N)
-  "$@" >/dev/null 2>&1
+  if ! "$@" >>"$dir/command.log" 2>&1; then
+    echo "failed: $*" >&2
+    tail -5 "$dir/command.log" >&2
+    kill -TERM $$
+  fi
   end=$(date +%s.%N)
   echo "$end - $start" | bc
 }
@@ -67,7 +72,7 @@ run_lmdb() {
   local d=$dir/lmdb
   rm -rf "$d" "$d".*
   mkdir -p "$d" "$d.backup" "$d.compact" "$d.restored"
-  python3 - "$d" "$tsv" <<'EOF'
+  /usr/bin/python3 - "$d" "$tsv" <<'EOF'
 import lmdb, sys
 env = lmdb.open(sys.argv[1], map_size=4 << 30)
 with env.begin(write=True) as txn, open(sys.argv[2], "rb") as f:
@@ -99,7 +104,7 @@ run_tkrzw() {
   local d=$dir/tkrzw.tkh
   rm -f "$d" "$d".*
   tkrzw_dbm_util create --dbm hash --buckets $((records * 2)) "$d"
-  tkrzw_dbm_util import --dbm hash "$d" "$tsv"
+  tkrzw_dbm_util import --dbm hash --tsv "$d" "$tsv"
   record tkrzw backup "$(seconds cp "$d" "$d.backup")"
   record tkrzw dump "$(seconds tkrzw_dbm_util export --dbm hash "$d" "$d.dump")"
   record tkrzw restore "$(seconds tkrzw_dbm_util import --dbm hash "$d.restored.tkh" "$d.dump")"
@@ -115,7 +120,7 @@ for ((r = 0; r < rounds; r++)); do
   fi
   for s in "${order[@]}"; do
     echo "round $((r + 1)): $s" >&2
-    "run_$s" >"$dir/$s.log" 2>&1 || { echo "$s failed:"; tail -5 "$dir/$s.log"; exit 1; } >&2
+    "run_$s" >>"$dir/command.log" 2>&1
   done
 done
 

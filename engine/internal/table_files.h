@@ -156,6 +156,8 @@ absl::Status CopyFilePrefix(const std::string& from, const std::string& to,
 
 // Syncs directory `dir` (the names made in it).
 absl::Status SyncDirectory(const std::string& dir);
+// The directory that holds `path` ("." for a bare name).
+std::string ParentDirectory(const std::string& path);
 
 }  // namespace roundtable::internal
 

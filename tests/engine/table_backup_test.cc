@@ -20,8 +20,8 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string TempDir(const std::string& name) {
-  const std::string dir = testing::TempDir() + "/backup_" + name + "_" +
-                          std::to_string(getpid());
+  const std::string dir =
+      testing::TempDir() + "/backup_" + name + "_" + std::to_string(getpid());
   fs::remove_all(dir);
   return dir;
 }

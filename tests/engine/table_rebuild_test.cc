@@ -28,8 +28,8 @@ namespace fs = std::filesystem;
 using Model = std::map<std::string, std::string>;
 
 std::string TempDir(const std::string& name) {
-  const std::string dir = testing::TempDir() + "/rebuild_" + name + "_" +
-                          std::to_string(getpid());
+  const std::string dir =
+      testing::TempDir() + "/rebuild_" + name + "_" + std::to_string(getpid());
   fs::remove_all(dir);
   return dir;
 }
@@ -71,8 +71,8 @@ uint32_t Verify(const std::string& dir, const Model& model) {
     found[std::string(it->key())] = std::string(it->value());
   }
   EXPECT_TRUE(it->status().ok()) << it->status();
-  EXPECT_TRUE(found == model) << found.size() << " records, not "
-                              << model.size();
+  EXPECT_TRUE(found == model)
+      << found.size() << " records, not " << model.size();
   EXPECT_TRUE((*table)->Check().ok()) << (*table)->Check();
   const uint32_t block_size = (*table)->GetStats().block_size;
   EXPECT_TRUE((*table)->Close().ok());
@@ -80,7 +80,7 @@ uint32_t Verify(const std::string& dir, const Model& model) {
 }
 
 std::vector<std::string>* g_points = nullptr;  // counting pass
-int g_kill_at = 0;                              // child: die at this hit
+int g_kill_at = 0;                             // child: die at this hit
 std::atomic<int> g_hits{0};  // checkpoints reach theirs on their own thread
 
 void Record(std::string_view point) { g_points->emplace_back(point); }

@@ -17,11 +17,11 @@
 namespace roundtable::cli {
 
 struct CommandSpec {
-  std::string name;     // "get", "experiment stash"
-  std::string args;     // "DIR KEY"
-  std::string summary;  // one line
+  std::string name;                // "get", "experiment stash"
+  std::string args;                // "DIR KEY"
+  std::string summary;             // one line
   std::vector<std::string> flags;  // the flags it takes, without "--"
-  std::string example;  // a whole command line
+  std::string example;             // a whole command line
 };
 
 // Every command, in the order the help lists them.
@@ -48,12 +48,12 @@ std::string HelpFor(const CommandSpec& command);
 
 // The exit statuses (docs/cli.md).
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitNotFound = 1;       // a key or a table is absent
-inline constexpr int kExitUsage = 2;  // a bad command line, flag value or
-                                      // input record (InvalidArgument)
-inline constexpr int kExitDataLoss = 3;       // a damaged table
-inline constexpr int kExitUnavailable = 4;    // locked, read-only, closed
-inline constexpr int kExitError = 5;          // anything else (I/O, input)
+inline constexpr int kExitNotFound = 1;     // a key or a table is absent
+inline constexpr int kExitUsage = 2;        // a bad command line, flag value or
+                                            // input record (InvalidArgument)
+inline constexpr int kExitDataLoss = 3;     // a damaged table
+inline constexpr int kExitUnavailable = 4;  // locked, read-only, closed
+inline constexpr int kExitError = 5;        // anything else (I/O, input)
 
 // The exit status of a command that ended with `status`.
 int ExitCodeOf(const absl::Status& status);

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "engine/internal/table_files.h"
 #include "io/base/status_macros.h"
 #include "roundtable/table.h"
 #include "tools/roundtable/dump_file.h"
@@ -25,26 +26,6 @@ namespace {
 // records.
 constexpr size_t kBatchBytes = 4 << 20;
 constexpr size_t kBatchRecords = 1024;
-
-// The directory that holds `path`.
-std::string Parent(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-// Makes a rename in `dir` durable.
-absl::Status SyncDirectory(const std::string& dir) {
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0 || fsync(fd) != 0) {
-    const int err = errno;
-    if (fd >= 0) close(fd);
-    return absl::UnavailableError(
-        absl::StrCat("sync ", dir, ": ", std::strerror(err)));
-  }
-  close(fd);
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -88,8 +69,8 @@ absl::Status RunDump(const std::string& dir, const std::string& path) {
 absl::Status RunRestore(const std::string& path, const std::string& dir) {
   struct stat st;
   if (stat((dir + "/blocks").c_str(), &st) == 0) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "table ", dir, " exists; restore makes a new one"));
+    return absl::AlreadyExistsError(
+        absl::StrCat("table ", dir, " exists; restore makes a new one"));
   }
   std::ifstream file;
   const bool from_stdin = path == "-";
@@ -133,7 +114,7 @@ absl::Status RunRestore(const std::string& path, const std::string& dir) {
       return absl::UnavailableError(absl::StrCat(
           "rename ", building, " to ", dir, ": ", std::strerror(errno)));
     }
-    RT_RETURN_IF_ERROR(SyncDirectory(Parent(dir)));
+    RT_RETURN_IF_ERROR(internal::SyncDirectory(internal::ParentDirectory(dir)));
     progress.Finish();
     return absl::OkStatus();
   };

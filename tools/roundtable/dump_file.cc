@@ -79,9 +79,9 @@ absl::Status DumpReader::Read(char* p, size_t n, const char* what) {
   in_->read(p, static_cast<std::streamsize>(n));
   if (static_cast<size_t>(in_->gcount()) != n) {
     if (in_->bad()) return absl::UnavailableError("reading the dump failed");
-    return absl::DataLossError(
-        absl::StrCat("the dump ends inside ", what, " (record ", records_,
-                     "): it was cut short"));
+    return absl::DataLossError(absl::StrCat("the dump ends inside ", what,
+                                            " (record ", records_,
+                                            "): it was cut short"));
   }
   return absl::OkStatus();
 }
@@ -101,9 +101,9 @@ absl::StatusOr<Options> DumpReader::ReadHeader() {
     return absl::DataLossError("the dump's header fails its checksum");
   }
   if (GetFixed32(h + 8) != kVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "a dump of version ", GetFixed32(h + 8), "; this build reads version ",
-        kVersion));
+    return absl::FailedPreconditionError(
+        absl::StrCat("a dump of version ", GetFixed32(h + 8),
+                     "; this build reads version ", kVersion));
   }
   Options o;
   o.block_size = GetFixed32(h + 12);
