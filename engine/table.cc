@@ -190,21 +190,28 @@ std::vector<absl::StatusOr<std::string>> Table::Impl::MultiGet(
 }
 
 absl::Status Table::Impl::BucketRecords(uint64_t b, std::vector<Record>* out,
-                                        bool* past_end) {
+                                        bool* past_end, bool* damaged,
+                                        size_t* stored) {
   ReaderMutexLock lock(&mu_);
   RT_RETURN_IF_ERROR(CheckOpen());
   *past_end = b >= table_.num_buckets();
   out->clear();
   if (*past_end) return absl::OkStatus();
   io::AlignedBuffer buffer(layout_.block_size);
-  RT_RETURN_IF_ERROR(store_.Load(b, buffer.span()));
-  internal::EncodedBlock(buffer.span())
-      .ForEach([&](std::string_view k, std::string_view v) {
-        out->push_back(Record(k, v));
-      });
+  absl::Status loaded = store_.Load(b, buffer.span());
+  if (damaged != nullptr) *damaged = absl::IsDataLoss(loaded);
+  if (loaded.ok()) {
+    internal::EncodedBlock(buffer.span())
+        .ForEach([&](std::string_view k, std::string_view v) {
+          out->push_back(Record(k, v));
+        });
+  } else if (damaged == nullptr || !*damaged) {
+    return loaded;
+  }
   if (const internal::Stash::List* list = table_.stash().ListOf(b)) {
     for (const internal::Stash::Entry& e : *list) out->push_back(e.record);
   }
+  if (stored != nullptr) *stored = out->size();
   // A buffered put replaces the stored record of its key.
   if (const internal::Stash::List* list = buffer_.ListOf(b)) {
     absl::flat_hash_set<std::string_view> buffered;
@@ -451,6 +458,54 @@ absl::Status Table::Impl::Close() {
   files_ = internal::TableFiles{};
   table_lock_.Release();
   return s;
+}
+
+absl::StatusOr<SalvageReport> Table::Impl::Salvage(
+    Table& into, const RebuildProgress& progress) {
+  SalvageReport report;
+  uint64_t stored_before = 0;
+  {
+    ReaderMutexLock lock(&mu_);
+    RT_RETURN_IF_ERROR(CheckOpen());
+    stored_before = table_.record_count();
+  }
+  std::vector<Record> records;
+  uint64_t stored_read = 0, bytes = 0;  // records read from blocks, stash
+  WriteBatch batch;
+  std::string value;
+  for (uint64_t b = 0;; ++b) {
+    bool past_end = false, damaged = false;
+    size_t stored = 0;
+    RT_RETURN_IF_ERROR(BucketRecords(b, &records, &past_end, &damaged, &stored));
+    if (past_end) break;
+    if (damaged) ++report.damaged_blocks;
+    for (size_t i = 0; i < records.size(); ++i) {
+      if (i < stored) ++stored_read;
+      std::string_view v = records[i].value();
+      if (internal::IsReference(v)) {
+        const absl::Status s =
+            values_.Read(internal::DecodeReference(v), b, &value);
+        if (!s.ok()) {
+          if (!absl::IsDataLoss(s)) return s;
+          ++report.lost_values;
+          continue;
+        }
+        v = value;
+      }
+      batch.Put(records[i].key(), v);
+      ++report.saved;
+      bytes += records[i].key().size() + v.size();
+    }
+    if (batch.Count() >= 1024 || b % 256 == 255) {
+      RT_RETURN_IF_ERROR(into.Write(batch));
+      batch.Clear();
+      if (progress) progress(report.saved, bytes);
+    }
+  }
+  RT_RETURN_IF_ERROR(into.Write(batch));
+  if (progress) progress(report.saved, bytes);
+  report.lost = stored_before - std::min(stored_before, stored_read);
+  return report;
 }
 
 absl::StatusOr<KeyLocation> Table::Impl::Locate(std::string_view key) {
@@ -757,6 +812,24 @@ std::unique_ptr<Iterator> Table::NewIterator() {
 absl::Status Table::Close() { return impl_->Close(); }
 TableStats Table::GetStats() const { return impl_->GetStats(); }
 absl::StatusOr<uint64_t> Table::Count() { return impl_->Count(); }
+
+absl::StatusOr<SalvageReport> SalvageTable(const std::string& damaged,
+                                           const std::string& path,
+                                           const RebuildProgress& progress) {
+  Options o;  // the stored layout, read-only: nothing of it is written
+  o.read_only = true;
+  o.create_if_missing = false;
+  o.block_cache_bytes = 0;
+  RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> from, Table::Open(o, damaged));
+  RT_ASSIGN_OR_RETURN(Options layout, Table::ReadLayout(damaged));
+  layout.error_if_exists = true;
+  RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> into, Table::Open(layout, path));
+  RT_ASSIGN_OR_RETURN(const SalvageReport report,
+                      from->impl_->Salvage(*into, progress));
+  RT_RETURN_IF_ERROR(into->Close());
+  RT_RETURN_IF_ERROR(from->Close());
+  return report;
+}
 absl::Status Table::Backup(const std::string& dir) {
   return impl_->Backup(dir);
 }

@@ -101,9 +101,16 @@ class ROUNDTABLE_HIDDEN Table::Impl {
       std::span<const std::string_view> keys) ABSL_LOCKS_EXCLUDED(mu_);
   // The records of bucket b (block, then stash list, with buffered puts
   // replacing the stored records of their keys) into *out; *past_end when
-  // b >= m.
+  // b >= m. With `damaged` (salvage), a block that fails its checksum is
+  // passed over, *damaged set, and its stash list and buffered puts still
+  // given; *stored counts the records given from the block and the stash.
   absl::Status BucketRecords(uint64_t b, std::vector<internal::Record>* out,
-                             bool* past_end) ABSL_LOCKS_EXCLUDED(mu_);
+                             bool* past_end, bool* damaged = nullptr,
+                             size_t* stored = nullptr)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<SalvageReport> Salvage(Table& into,
+                                        const RebuildProgress& progress)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Put, Delete and Write: every record checked, the write logged (as
   // `record` when given, else encoded from `ops`) and applied; then, when
   // asked, the log synced through it (group commit).

@@ -901,6 +901,41 @@ TEST(RoundtableCliTest, BackupCopiesATable) {
   std::system(("rm -rf " + dir + " " + copy + " " + copy + "_locked").c_str());
 }
 
+// salvage of a table with damaged blocks saves the others' records into a
+// table that checks, reports the saved and lost ones (saved + lost = the
+// records there were), and leaves the damaged table as it was.
+TEST(RoundtableCliTest, SalvageSavesWhatCanBeRead) {
+  const std::string dir = TableDir(), saved = TableDir();
+  ASSERT_EQ(RunTool("create " + dir + " --block_size=512 --s0=2").exit_code,
+            0);
+  std::string tsv;
+  for (int i = 0; i < 3000; ++i) tsv += "k" + std::to_string(i) + "\tv\n";
+  ASSERT_EQ(RunTool("load " + dir, tsv).exit_code, 0);
+  {
+    std::fstream f(dir + "/blocks", std::ios::in | std::ios::out |
+                                        std::ios::binary);
+    for (int block : {4, 20, 40}) {
+      f.seekp(block * 512 + 200);
+      f.write("DAMAGE", 6);
+    }
+  }
+  EXPECT_EQ(RunTool("check " + dir).exit_code, 3);
+  const std::string before = Slurp(dir + "/blocks");
+  Outcome o = RunTool("salvage " + dir + " " + saved + " --json");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(JsonNumber(o.out, "damaged_blocks"), 3u) << o.out;
+  EXPECT_GT(JsonNumber(o.out, "lost"), 0u) << o.out;
+  EXPECT_EQ(JsonNumber(o.out, "saved") + JsonNumber(o.out, "lost"), 3000u)
+      << o.out;
+  EXPECT_EQ(SortedScan(saved).size(), JsonNumber(o.out, "saved"));
+  EXPECT_EQ(RunTool("check " + saved).exit_code, 0);
+  EXPECT_TRUE(Slurp(dir + "/blocks") == before) << "the damaged table changed";
+  o = RunTool("salvage " + dir + " " + saved);
+  EXPECT_EQ(o.exit_code, 5) << o.err;
+  EXPECT_EQ(RunTool("salvage " + dir).exit_code, 2);
+  std::system(("rm -rf " + dir + " " + saved).c_str());
+}
+
 // A damaged, cut or extended dump is refused (exit status 3) naming what is
 // wrong, and leaves no table; a restore onto a table is refused.
 TEST(RoundtableCliTest, RestoreRefusesADamagedDumpAndLeavesNoTable) {
@@ -961,7 +996,7 @@ TEST(RoundtableCliTest, HelpVersionAndUsageErrors) {
         "get DIR KEY", "del DIR KEY",
         "load DIR [FILE]", "scan DIR", "stats DIR", "check DIR",
         "dump DIR FILE", "restore FILE DIR", "rebuild DIR", "locate DIR KEY",
-        "backup DIR COPY",
+        "backup DIR COPY", "salvage DIR NEWDIR",
         "demo [DIR]", "map", "experiment balance", "experiment stash",
         "experiment transfers", "experiment placement"}) {
     EXPECT_NE(o.out.find(std::string("roundtable ") + command + "\n"),

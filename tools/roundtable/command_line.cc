@@ -80,6 +80,13 @@ const std::vector<CommandSpec>& Commands() {
        "on while it copies)",
        {},
        "roundtable backup /tmp/users /tmp/users.backup"},
+      {"salvage",
+       "DIR NEWDIR",
+       "copy every record of a damaged table that can be read (blocks that "
+       "pass their checksums, the stash, the write buffer, the log) into a "
+       "new table, and report what was lost; never writes to DIR",
+       {"json"},
+       "roundtable salvage /tmp/users /tmp/users.saved"},
       {"rebuild",
        "DIR",
        "copy every record into a new table of the layout given (the flags "

@@ -126,6 +126,32 @@ absl::Status RunRestore(const std::string& path, const std::string& dir) {
   return status;
 }
 
+absl::Status RunSalvage(const std::string& dir, const std::string& copy,
+                        bool json, std::ostream& out) {
+  Progress progress("salvage", Progress::OnTerminal());
+  uint64_t shown_records = 0, shown_bytes = 0;
+  RT_ASSIGN_OR_RETURN(
+      const SalvageReport report,
+      SalvageTable(dir, copy, [&](uint64_t records, uint64_t bytes) {
+        progress.Add(records - shown_records, bytes - shown_bytes);
+        shown_records = records;
+        shown_bytes = bytes;
+      }));
+  progress.Finish();
+  if (json) {
+    out << "{\"saved\":" << report.saved
+        << ",\"damaged_blocks\":" << report.damaged_blocks
+        << ",\"lost\":" << report.lost
+        << ",\"lost_values\":" << report.lost_values << "}\n";
+  } else {
+    out << report.saved << " records saved in " << copy << "; "
+        << report.damaged_blocks << " damaged blocks, " << report.lost
+        << " records lost with them, " << report.lost_values
+        << " damaged values\n";
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunRebuild(const std::string& dir, const Options& layout) {
   Progress progress("rebuild", Progress::OnTerminal());
   uint64_t shown_records = 0, shown_bytes = 0;

@@ -4,6 +4,7 @@
 #ifndef ROUNDTABLE_TOOLS_ROUNDTABLE_DUMP_COMMANDS_H_
 #define ROUNDTABLE_TOOLS_ROUNDTABLE_DUMP_COMMANDS_H_
 
+#include <ostream>
 #include <string>
 
 #include "absl/status/status.h"
@@ -26,6 +27,12 @@ absl::Status RunRestore(const std::string& path, const std::string& dir);
 // Writes a consistent copy of the table at `dir` to `copy` (Table::Backup),
 // opening it to write: another process's writer must close it first.
 absl::Status RunBackup(const std::string& dir, const std::string& copy);
+
+// Copies what can be read of the damaged table at `dir` into a new table
+// at `copy` (SalvageTable) and reports what was saved and lost; with
+// `json` as one object {"saved", "damaged_blocks", "lost", "lost_values"}.
+absl::Status RunSalvage(const std::string& dir, const std::string& copy,
+                        bool json, std::ostream& out);
 
 // Rebuilds the table at `dir` into the layout fields `layout` sets
 // (RebuildTable), with progress on a terminal.

@@ -511,6 +511,10 @@ int TableCommand(const std::vector<std::string>& words,
   } else if (command == "backup") {
     if (args != 2) return usage("DIR COPY");
     status = RunBackup(words[1], words[2]);
+  } else if (command == "salvage") {
+    if (args != 2) return usage("DIR NEWDIR [--json]");
+    status = RunSalvage(words[1], words[2], absl::GetFlag(FLAGS_json),
+                        std::cout);
   } else if (command == "rebuild") {
     if (args != 1) return usage("DIR [--block_size --s0 --epsilon]");
     Options layout;  // only what is given changes

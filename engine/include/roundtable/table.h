@@ -87,6 +87,23 @@ class ROUNDTABLE_EXPORT Iterator {
   virtual absl::Status status() const = 0;
 };
 
+// Called as a rebuild or salvage copies: the records and their key and value bytes so
+// far.
+using RebuildProgress =
+    std::function<void(uint64_t records, uint64_t bytes)>;
+
+// What SalvageTable saved and lost.
+struct SalvageReport {
+  uint64_t saved = 0;           // records written to the new table
+  uint64_t damaged_blocks = 0;  // bucket blocks that failed their checksums
+  // Records of the damaged blocks: the table's count of records in blocks
+  // and the stash, less those read from them (a buffered put of one of
+  // their keys is saved, and the record it replaced counted here).
+  uint64_t lost = 0;
+  // Records read whose out-of-line value failed its checksum: lost too.
+  uint64_t lost_values = 0;
+};
+
 class ROUNDTABLE_EXPORT Table {
  public:
   // Opens the table in directory `path`, creating it (and the directory)
@@ -245,6 +262,9 @@ class ROUNDTABLE_EXPORT Table {
   class Impl;
 
  private:
+  friend absl::StatusOr<SalvageReport> SalvageTable(
+      const std::string& damaged, const std::string& path,
+      const RebuildProgress& progress);
   explicit Table(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
@@ -262,11 +282,6 @@ class ROUNDTABLE_EXPORT Table {
 ROUNDTABLE_EXPORT uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes,
                                        size_t value_bytes);
 
-// Called as a rebuild copies: the records and their key and value bytes so
-// far.
-using RebuildProgress =
-    std::function<void(uint64_t records, uint64_t bytes)>;
-
 // Rebuilds the table at `path` into a new layout: each layout field that
 // `layout` sets (block_size, s0, epsilon, hash_seed, block_records) replaces
 // the stored one, the others stay; its block_cache_bytes,
@@ -283,6 +298,18 @@ using RebuildProgress =
 ROUNDTABLE_EXPORT absl::Status RebuildTable(
     const std::string& path, const Options& layout,
     const RebuildProgress& progress = nullptr);
+// Copies every record of the damaged table at `damaged` that can be read
+// into a new table at `path` of the same layout: the records of every
+// block that passes its checksum, every stash record, every put waiting
+// in the write buffer and every write of the log (the table is opened
+// read-only, with the log replayed in memory: nothing of it is written).
+// A record whose out-of-line value fails its checksum is lost and counted.
+// DataLoss when the table cannot be opened at all (both superblocks, the
+// stash copy or the log damaged); AlreadyExists when `path` holds a table.
+ROUNDTABLE_EXPORT absl::StatusOr<SalvageReport> SalvageTable(
+    const std::string& damaged, const std::string& path,
+    const RebuildProgress& progress = nullptr);
+
 // Where RebuildTable builds the new table: `path` + ".rebuild".
 ROUNDTABLE_EXPORT std::string RebuildScratchPath(const std::string& path);
 
