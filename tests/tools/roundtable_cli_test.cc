@@ -1042,6 +1042,15 @@ TEST(RoundtableCliTest, HelpVersionAndUsageErrors) {
            {"map --grow", "--grow needs a value"},
            {"map extra", "takes no arguments"},
            {"get /tmp/x", "usage: roundtable get DIR KEY"},
+           {"dump /tmp/x", "usage: roundtable dump DIR FILE"},
+           {"dump /tmp/x f --json", "dump: does not take --json"},
+           {"restore f", "usage: roundtable restore FILE DIR"},
+           {"backup /tmp/x", "usage: roundtable backup DIR COPY"},
+           {"backup /tmp/x y --sync", "backup: does not take --sync"},
+           {"rebuild /tmp/x --json", "rebuild: does not take --json"},
+           {"locate /tmp/x", "usage: roundtable locate DIR KEY"},
+           {"salvage /tmp/x y --block_size=512",
+            "salvage: does not take --block_size"},
        }) {
     o = RunTool(bad.args);
     EXPECT_EQ(o.exit_code, 2) << bad.args << "\n" << o.err;
