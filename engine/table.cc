@@ -836,7 +836,9 @@ absl::Status Table::Backup(const std::string& dir) {
 absl::StatusOr<KeyLocation> Table::Locate(std::string_view key) {
   return impl_->Locate(key);
 }
-absl::Status Table::Check() { return impl_->Check(); }
+absl::Status Table::Check(const CheckProgress& progress) {
+  return impl_->Check(progress);
+}
 size_t Table::max_record_bytes() const { return impl_->max_record_bytes(); }
 size_t Table::max_key_bytes() const { return impl_->max_key_bytes(); }
 

@@ -16,12 +16,12 @@ namespace roundtable {
 using internal::EncodedSize;
 using internal::Record;
 
-absl::Status Table::Impl::Check() {
+absl::Status Table::Impl::Check(const CheckProgress& progress) {
   ReaderMutexLock lock(&mu_);
-  return CheckLocked();
+  return CheckLocked(progress);
 }
 
-absl::Status Table::Impl::CheckLocked() {
+absl::Status Table::Impl::CheckLocked(const CheckProgress& progress) {
   RT_RETURN_IF_ERROR(CheckOpen());
   const uint64_t m = table_.num_buckets();
   auto hash = [&](std::string_view k) { return layout_.Hash(k); };
@@ -57,6 +57,7 @@ absl::Status Table::Impl::CheckLocked() {
   const internal::LoggedStash& stash = table_.stash();
   io::AlignedBuffer buffer(layout_.block_size);
   for (uint64_t b = 0; b < m; ++b) {
+    if (progress && b % 256 == 0) progress(b, m);
     RT_RETURN_IF_ERROR(store_.Load(b, buffer.span()));
     const internal::EncodedBlock block(buffer.span(), layout_.block_records);
     absl::Status s;

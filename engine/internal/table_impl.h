@@ -126,7 +126,8 @@ class ROUNDTABLE_HIDDEN Table::Impl {
   absl::Status Backup(const std::string& dir) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<KeyLocation> Locate(std::string_view key)
       ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status Check() ABSL_LOCKS_EXCLUDED(mu_);  // table_check.cc
+  absl::Status Check(const CheckProgress& progress)  // table_check.cc
+      ABSL_LOCKS_EXCLUDED(mu_);
   size_t max_record_bytes() const { return layout_.max_record(); }
   size_t max_key_bytes() const { return layout_.max_key(); }
 
@@ -175,7 +176,8 @@ class ROUNDTABLE_HIDDEN Table::Impl {
   // journal is its only durable copy.
   absl::Status CheckpointLocked(bool complete)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CheckLocked() ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::Status CheckLocked(const CheckProgress& progress = nullptr)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Check's part for the out-of-line values: `refs` are every reference
   // with its bucket (sorted here).
   absl::Status CheckValues(

@@ -18,7 +18,8 @@ class Progress {
  public:
   // `enabled`: whether to print at all (Progress::OnTerminal() for the
   // commands).
-  Progress(std::string label, bool enabled);
+  // `unit`: what Add counts ("records", or "buckets" for check).
+  Progress(std::string label, bool enabled, std::string unit = "records");
   static bool OnTerminal();
 
   void Add(uint64_t records, uint64_t bytes);
@@ -29,6 +30,7 @@ class Progress {
   using Clock = std::chrono::steady_clock;
   std::string label_;
   bool enabled_;
+  std::string unit_;
   Clock::time_point start_ = Clock::now();
   Clock::time_point shown_ = start_;
   uint64_t records_ = 0;

@@ -338,7 +338,18 @@ absl::Status RunStats(const std::string& dir, bool json, std::ostream& out) {
 
 absl::Status RunCheck(const std::string& dir, bool json, std::ostream& out) {
   RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, true));
-  absl::Status checked = table->Check();
+  Progress progress("check", Progress::OnTerminal(), "buckets");
+  const uint64_t block = table->GetStats().block_size;
+  uint64_t shown = 0;
+  absl::Status checked = table->Check([&](uint64_t buckets, uint64_t) {
+    progress.Add(buckets - shown, (buckets - shown) * block);
+    shown = buckets;
+  });
+  if (checked.ok()) {
+    const uint64_t m = table->GetStats().buckets;
+    progress.Add(m - shown, (m - shown) * block);
+    progress.Finish();
+  }
   absl::StatusOr<uint64_t> records = checked.ok() ? table->Count() : 0;
   if (checked.ok()) checked = records.status();
   const TableStats s = table->GetStats();

@@ -87,6 +87,9 @@ class ROUNDTABLE_EXPORT Iterator {
   virtual absl::Status status() const = 0;
 };
 
+// Called as Check reads the blocks: buckets checked so far, of m.
+using CheckProgress = std::function<void(uint64_t buckets, uint64_t of)>;
+
 // Called as a rebuild or salvage copies: the records and their key and value bytes so
 // far.
 using RebuildProgress =
@@ -248,7 +251,9 @@ class ROUNDTABLE_EXPORT Table {
   // m >= s0. OK, or DataLoss naming the first fault. Reads the whole block
   // file: for tests and `roundtable check` (which opens with an empty cache,
   // so every checksum is verified).
-  absl::Status Check();
+  // `progress`, when given, is called every 256 buckets with the buckets
+  // checked so far and m.
+  absl::Status Check(const CheckProgress& progress = nullptr);
 
   // The largest encoded record a block takes (key and value with their
   // length prefixes and the record's 4-byte directory slot): a quarter of
