@@ -46,7 +46,7 @@ absl::Status RunDump(const std::string& dir, const std::string& path) {
   }
   std::ostream& out = to_stdout ? std::cout : file;
   DumpWriter writer(&out, layout);
-  Progress progress("dump", Progress::OnTerminal());
+  ProgressLine progress("dump", ProgressLine::OnTerminal());
   auto it = table->NewIterator();
   for (; it->Valid() && out; it->Next()) {
     writer.Add(it->key(), it->value());
@@ -89,7 +89,7 @@ absl::Status RunRestore(const std::string& path, const std::string& dir) {
   o.error_if_exists = true;
   RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> table, Table::Open(o, building));
   auto restore = [&]() -> absl::Status {
-    Progress progress("restore", Progress::OnTerminal());
+    ProgressLine progress("restore", ProgressLine::OnTerminal());
     WriteBatch batch;
     size_t batch_bytes = 0;
     std::string key, value;
@@ -128,7 +128,7 @@ absl::Status RunRestore(const std::string& path, const std::string& dir) {
 
 absl::Status RunSalvage(const std::string& dir, const std::string& copy,
                         bool json, std::ostream& out) {
-  Progress progress("salvage", Progress::OnTerminal());
+  ProgressLine progress("salvage", ProgressLine::OnTerminal());
   uint64_t shown_records = 0, shown_bytes = 0;
   RT_ASSIGN_OR_RETURN(
       const SalvageReport report,
@@ -153,7 +153,7 @@ absl::Status RunSalvage(const std::string& dir, const std::string& copy,
 }
 
 absl::Status RunRebuild(const std::string& dir, const Options& layout) {
-  Progress progress("rebuild", Progress::OnTerminal());
+  ProgressLine progress("rebuild", ProgressLine::OnTerminal());
   uint64_t shown_records = 0, shown_bytes = 0;
   RT_RETURN_IF_ERROR(
       RebuildTable(dir, layout, [&](uint64_t records, uint64_t bytes) {
@@ -169,9 +169,9 @@ absl::Status RunBackup(const std::string& dir, const std::string& copy) {
   Options o;  // the stored layout
   o.create_if_missing = false;
   RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> table, Table::Open(o, dir));
-  Progress progress("backup", Progress::OnTerminal());
+  ProgressLine progress("backup", ProgressLine::OnTerminal());
   RT_RETURN_IF_ERROR(table->Backup(copy));
-  if (Progress::OnTerminal()) {  // the summary: the copy's records and bytes
+  if (ProgressLine::OnTerminal()) {  // the summary: the copy's records and bytes
     RT_ASSIGN_OR_RETURN(const uint64_t records, table->Count());
     uint64_t bytes = 0;
     for (const auto& entry : std::filesystem::directory_iterator(copy)) {

@@ -7,12 +7,12 @@
 
 namespace roundtable::cli {
 
-Progress::Progress(std::string label, bool enabled, std::string unit)
+ProgressLine::ProgressLine(std::string label, bool enabled, std::string unit)
     : label_(std::move(label)), enabled_(enabled), unit_(std::move(unit)) {}
 
-bool Progress::OnTerminal() { return isatty(STDERR_FILENO) != 0; }
+bool ProgressLine::OnTerminal() { return isatty(STDERR_FILENO) != 0; }
 
-void Progress::Add(uint64_t records, uint64_t bytes) {
+void ProgressLine::Add(uint64_t records, uint64_t bytes) {
   records_ += records;
   bytes_ += bytes;
   if (!enabled_) return;
@@ -27,7 +27,7 @@ void Progress::Add(uint64_t records, uint64_t bytes) {
   std::fflush(stderr);
 }
 
-void Progress::Finish() {
+void ProgressLine::Finish() {
   if (!enabled_) return;
   const double seconds =
       std::chrono::duration<double>(Clock::now() - start_).count();

@@ -3,6 +3,8 @@
 // records, 52 MB, 300123 records/s"), and a summary ("dump: 1000000
 // records, 116 MB in 3.2 s: 312500 records/s, 36.3 MB/s"). Both only when
 // standard error is a terminal: nothing extra goes to a pipe or a file.
+// (The experiments, whose work runs on many threads, report through
+// experiment_table.h's Progress, which has a thread of its own.)
 //
 // Thread-safety: one thread.
 #ifndef ROUNDTABLE_TOOLS_ROUNDTABLE_PROGRESS_H_
@@ -14,12 +16,12 @@
 
 namespace roundtable::cli {
 
-class Progress {
+class ProgressLine {
  public:
-  // `enabled`: whether to print at all (Progress::OnTerminal() for the
+  // `enabled`: whether to print at all (ProgressLine::OnTerminal() for the
   // commands).
   // `unit`: what Add counts ("records", or "buckets" for check).
-  Progress(std::string label, bool enabled, std::string unit = "records");
+  ProgressLine(std::string label, bool enabled, std::string unit = "records");
   static bool OnTerminal();
 
   void Add(uint64_t records, uint64_t bytes);

@@ -149,7 +149,7 @@ absl::Status RunLoad(const std::string& dir, std::istream& in,
   const size_t max_record = table->max_record_bytes();
   const size_t max_key = table->max_key_bytes();
   std::string line;
-  Progress progress("load", options.progress);
+  ProgressLine progress("load", options.progress);
   for (uint64_t number = 1;; ++number) {
     std::getline(in, line);
     if (in.bad()) {
@@ -236,7 +236,7 @@ absl::Status RunLocate(const std::string& dir, std::string_view key,
 
 absl::Status RunScan(const std::string& dir, std::ostream& out) {
   RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, true));
-  Progress progress("scan", Progress::OnTerminal());
+  ProgressLine progress("scan", ProgressLine::OnTerminal());
   auto it = table->NewIterator();
   for (; it->Valid(); it->Next()) {
     out << Escape(it->key()) << '\t' << Escape(it->value()) << '\n';
@@ -338,7 +338,7 @@ absl::Status RunStats(const std::string& dir, bool json, std::ostream& out) {
 
 absl::Status RunCheck(const std::string& dir, bool json, std::ostream& out) {
   RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, true));
-  Progress progress("check", Progress::OnTerminal(), "buckets");
+  ProgressLine progress("check", ProgressLine::OnTerminal(), "buckets");
   const uint64_t block = table->GetStats().block_size;
   uint64_t shown = 0;
   absl::Status checked = table->Check([&](uint64_t buckets, uint64_t) {
