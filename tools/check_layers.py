@@ -5,7 +5,8 @@ form layers with no cycle (docs/table.md, "The engine's files").
 A unit is a header with its source (engine/internal/bucket_table.{h,cc});
 a class split over files for their length is one unit: Table::Impl's files
 (roundtable/table.h, engine/table.cc, engine/table_recovery.cc,
-engine/table_check.cc, engine/internal/table_impl.h) are the table, at the
+engine/table_check.cc, engine/table_operations.cc,
+engine/internal/table_impl.h) are the table, at the
 top, and the
 placement library's ring schemes (engine/mapping/ring_placement.{h,cc})
 belong to engine/mapping/placement, whose factory makes them. Besides no cycle among units, the folders keep their
@@ -39,6 +40,7 @@ GROUPS = {
     "engine/internal/table_impl": TABLE,
     "engine/table_recovery": TABLE,
     "engine/table_check": TABLE,
+    "engine/table_operations": TABLE,
     "engine/mapping/ring_placement": "engine/mapping/placement",
 }
 

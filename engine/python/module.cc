@@ -14,11 +14,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#ifndef XXH_INLINE_ALL
-#define XXH_INLINE_ALL
-#endif
-#include <xxhash.h>
-
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -29,78 +24,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "roundtable/placement.h"
+#include "engine/python/bindings.h"
 #include "roundtable/table.h"
 #include "roundtable/version.h"
 
-namespace py = pybind11;
-
 namespace roundtable::python {
 namespace {
-
-// The exception class of each status code, set by __init__.py; a code it
-// does not name raises the class of UNKNOWN (roundtable.Error).
-py::dict& ExceptionClasses() {
-  static py::dict* classes = new py::dict();
-  return *classes;
-}
-
-// A status as a C++ exception, translated to its Python class, or to
-// `cls` when it is set.
-struct StatusError {
-  absl::Status status;
-  py::object cls;
-};
-
-void Raise(absl::Status status) {
-  if (!status.ok()) throw StatusError{std::move(status), py::object()};
-}
-
-template <typename T>
-T ValueOr(absl::StatusOr<T> v) {
-  if (!v.ok()) Raise(v.status());
-  return *std::move(v);
-}
-
-// The bytes of a key or value argument; `holder` keeps a buffer's view
-// alive while the bytes are used.
-std::string_view BytesOf(py::handle h, std::optional<py::buffer_info>* holder,
-                         const char* what) {
-  PyObject* o = h.ptr();
-  if (PyBytes_Check(o)) {
-    return {PyBytes_AS_STRING(o), static_cast<size_t>(PyBytes_GET_SIZE(o))};
-  }
-  if (PyUnicode_Check(o)) {
-    Py_ssize_t n = 0;
-    const char* p = PyUnicode_AsUTF8AndSize(o, &n);
-    if (p == nullptr) throw py::error_already_set();
-    return {p, static_cast<size_t>(n)};
-  }
-  if (holder != nullptr && PyObject_CheckBuffer(o)) {
-    holder->emplace(py::reinterpret_borrow<py::buffer>(h).request());
-    const py::buffer_info& b = **holder;
-    if (b.ndim > 1 || (b.ndim == 1 && b.strides[0] != b.itemsize)) {
-      throw py::type_error(std::string(what) + " must be a contiguous buffer");
-    }
-    return {static_cast<const char*>(b.ptr),
-            static_cast<size_t>(b.size * b.itemsize)};
-  }
-  throw py::type_error(std::string(what) + " must be bytes or str, not " +
-                       std::string(py::str(h.get_type().attr("__name__"))));
-}
-
-std::string_view KeyOf(py::handle h) { return BytesOf(h, nullptr, "key"); }
-
-// KeyError(key), as a dict raises it.
-[[noreturn]] void RaiseKeyError(py::handle key) {
-  PyErr_SetObject(PyExc_KeyError, key.ptr());
-  throw py::error_already_set();
-}
-
-py::bytes ToBytes(std::string_view s) {
-  return py::reinterpret_steal<py::bytes>(
-      PyBytes_FromStringAndSize(s.data(), static_cast<Py_ssize_t>(s.size())));
-}
 
 py::dict LedgerDict(const IoStats& p) {
   py::dict d;
@@ -179,20 +108,6 @@ Backend ParseBackendName(const std::string& name) {
   Raise(absl::InvalidArgumentError(
       "backend must be auto, uring, posix, memory or mmap, not " + name));
   return Backend::kAuto;
-}
-
-// Sets the Python error of a status: its table's error class, or the class
-// of its code, or roundtable.Error (UNKNOWN's).
-void SetError(const StatusError& e) {
-  py::dict& classes = ExceptionClasses();
-  const py::int_ code(static_cast<int>(e.status.code()));
-  py::object cls = e.cls                    ? e.cls
-                   : classes.contains(code) ? classes[code]
-                   : classes.contains(py::int_(2))
-                       ? classes[py::int_(2)]
-                       : py::reinterpret_borrow<py::object>(PyExc_RuntimeError);
-  const absl::string_view message = e.status.message();
-  PyErr_SetObject(cls.ptr(), py::str(message.data(), message.size()).ptr());
 }
 
 // The Python Table: owns the C++ one.
@@ -555,84 +470,6 @@ void DefineFastMethods(py::handle cls) {
     Py_DECREF(descr);
     if (set != 0) throw py::error_already_set();
   }
-}
-
-uint64_t HashKey(py::handle key, uint64_t seed) {
-  const std::string_view k = KeyOf(key);
-  return XXH3_64bits_withSeed(k.data(), k.size(), seed);
-}
-
-void DefinePlacement(py::module_& m) {
-  py::module_ p = m.def_submodule(
-      "placement", "Placing keys on servers: round-hashing and its peers.");
-  p.def("names", &mapping::PlacementNames,
-        "The placement schemes' names, in a stable order.");
-  p.def("hash_key", &HashKey, py::arg("key"), py::arg("seed") = 0,
-        "The 64-bit XXH3 hash of a key (bytes or str) that locate takes.");
-  py::class_<mapping::Placement>(p, "Placement")
-      .def(py::init([](const std::string& name, uint64_t s0, uint64_t vnodes,
-                       uint64_t table_size, uint64_t probes, double c,
-                       uint64_t choices, uint64_t seed) {
-             mapping::PlacementParams params;
-             params.s0 = s0;
-             params.vnodes = vnodes;
-             params.table_size = table_size;
-             params.probes = probes;
-             params.c = c;
-             params.choices = choices;
-             params.seed = seed;
-             return ValueOr(mapping::MakePlacement(name, params));
-           }),
-           py::arg("name"), py::kw_only(), py::arg("s0") = 8,
-           py::arg("vnodes") = 100, py::arg("table_size") = 65537,
-           py::arg("probes") = 21, py::arg("c") = 1.25, py::arg("choices") = 2,
-           py::arg("seed") = 0)
-      .def_property_readonly(
-          "name",
-          [](const mapping::Placement& s) { return std::string(s.name()); })
-      .def_property_readonly("params", &mapping::Placement::params)
-      .def_property_readonly("nodes",
-                             [](const mapping::Placement& s) {
-                               return std::vector<uint64_t>(s.nodes().begin(),
-                                                            s.nodes().end());
-                             })
-      .def("__len__", &mapping::Placement::num_nodes)
-      .def(
-          "add_node",
-          [](mapping::Placement& s, uint64_t node, double weight) {
-            Raise(s.AddNode(node, weight));
-          },
-          py::arg("node"), py::arg("weight") = 1.0)
-      .def(
-          "add_nodes",
-          [](mapping::Placement& s, const std::vector<uint64_t>& nodes) {
-            Raise(s.AddNodes(nodes));
-          },
-          py::arg("nodes"))
-      .def(
-          "remove_node",
-          [](mapping::Placement& s, uint64_t node) {
-            Raise(s.RemoveNode(node));
-          },
-          py::arg("node"))
-      .def(
-          "locate",
-          [](const mapping::Placement& s, uint64_t hash) -> py::object {
-            const mapping::NodeId n = s.Locate(hash);
-            if (n == mapping::kNoNode) return py::none();
-            return py::int_(n);
-          },
-          py::arg("hash"),
-          "The node of a key with this 64-bit hash, or None when the scheme "
-          "has no node to offer.")
-      .def(
-          "locate_key",
-          [](const mapping::Placement& s, py::handle key) -> py::object {
-            const mapping::NodeId n = s.Locate(HashKey(key, 0));
-            if (n == mapping::kNoNode) return py::none();
-            return py::int_(n);
-          },
-          py::arg("key"), "locate(hash_key(key)).");
 }
 
 }  // namespace

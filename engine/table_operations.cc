@@ -1,0 +1,208 @@
+// Table's operator calls (roundtable/table.h): Backup, Locate, Count and
+// SalvageTable, which read or copy a table whole or look inside it,
+// beside the reads and writes of table.cc.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/internal/kill_points.h"
+#include "engine/internal/table_impl.h"
+#include "io/base/status_macros.h"
+#include "io/io_error.h"
+
+namespace roundtable {
+
+using internal::Record;
+
+absl::Status Table::Impl::Backup(const std::string& dir) {
+  namespace in = internal;
+  if (in_memory_) {
+    return absl::FailedPreconditionError("a table in memory has no files");
+  }
+  if (in::FileExists(dir, in::kBlocksFile)) {
+    return absl::AlreadyExistsError(absl::StrCat("table ", dir, " exists"));
+  }
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return io::FileError(errno, "mkdir", dir);
+  }
+  // The files that hold the checkpoint, and their lengths at it. The log
+  // and the journal are empty after a complete checkpoint: the copy makes
+  // them anew.
+  struct Copied {
+    const char* name;
+    uint64_t bytes = 0;
+  };
+  std::array<Copied, 5> files = {{{in::kStashFile},
+                                  {in::kBufferFile},
+                                  {in::kValuesFile},
+                                  {in::kSpaceMapFile},
+                                  {in::kBlocksFile}}};
+  {
+    MutexLock lock(&mu_);
+    RT_RETURN_IF_ERROR(CheckWritable());
+    RT_RETURN_IF_ERROR(error_.Note(CheckpointLocked(/*complete=*/true)));
+    const std::array<io::BlockDevice*, 5> devices = {
+        files_.stash.get(), files_.buffer.get(), files_.values.get(),
+        files_.spacemap.get(), files_.blocks.get()};
+    for (size_t i = 0; i < files.size(); ++i) {
+      files[i].bytes = devices[i]->num_blocks() * layout_.block_size;
+    }
+    ++backups_;
+  }
+  absl::Status status;
+  for (const Copied& f : files) {
+    if (!status.ok()) break;
+    status = in::CopyFilePrefix(in::TablePath(path_, f.name),
+                                in::TablePath(dir, f.name), f.bytes);
+    in::KillPoint("backup: file copied");
+  }
+  {
+    MutexLock lock(&mu_);
+    --backups_;
+  }
+  if (status.ok()) status = in::SyncDirectory(dir);
+  if (!status.ok()) {
+    for (const Copied& f : files) unlink(in::TablePath(dir, f.name).c_str());
+  }
+  return status;
+}
+
+absl::StatusOr<SalvageReport> Table::Impl::Salvage(
+    Table& into, const RebuildProgress& progress) {
+  SalvageReport report;
+  uint64_t stored_before = 0;
+  {
+    ReaderMutexLock lock(&mu_);
+    RT_RETURN_IF_ERROR(CheckOpen());
+    stored_before = table_.record_count();
+  }
+  std::vector<Record> records;
+  uint64_t stored_read = 0, bytes = 0;  // records read from blocks, stash
+  WriteBatch batch;
+  std::string value;
+  for (uint64_t b = 0;; ++b) {
+    bool past_end = false, damaged = false;
+    size_t stored = 0;
+    RT_RETURN_IF_ERROR(
+        BucketRecords(b, &records, &past_end, &damaged, &stored));
+    if (past_end) break;
+    if (damaged) ++report.damaged_blocks;
+    for (size_t i = 0; i < records.size(); ++i) {
+      if (i < stored) ++stored_read;
+      std::string_view v = records[i].value();
+      if (internal::IsReference(v)) {
+        const absl::Status s =
+            values_.Read(internal::DecodeReference(v), b, &value);
+        if (!s.ok()) {
+          if (!absl::IsDataLoss(s)) return s;
+          ++report.lost_values;
+          continue;
+        }
+        v = value;
+      }
+      batch.Put(records[i].key(), v);
+      ++report.saved;
+      bytes += records[i].key().size() + v.size();
+    }
+    if (batch.Count() >= 1024 || b % 256 == 255) {
+      RT_RETURN_IF_ERROR(into.Write(batch));
+      batch.Clear();
+      if (progress) progress(report.saved, bytes);
+    }
+  }
+  RT_RETURN_IF_ERROR(into.Write(batch));
+  if (progress) progress(report.saved, bytes);
+  report.lost = stored_before - std::min(stored_before, stored_read);
+  return report;
+}
+
+absl::StatusOr<KeyLocation> Table::Impl::Locate(std::string_view key) {
+  ReaderMutexLock lock(&mu_);
+  RT_RETURN_IF_ERROR(CheckOpen());
+  KeyLocation at;
+  at.hash = layout_.Hash(key);
+  at.bucket = table_.BucketOf(at.hash);
+  at.block = internal::kHeaderBlocks + at.bucket;
+  std::string value;
+  if (const Record* r = buffer_.Find(at.bucket, key, at.hash)) {
+    at.where = KeyLocation::Where::kWriteBuffer;
+    value = r->value();
+  } else if (const Record* r = table_.FindStashed(at.bucket, key, at.hash)) {
+    at.where = KeyLocation::Where::kStash;
+    value = r->value();
+  } else {
+    RT_ASSIGN_OR_RETURN(
+        const bool found,
+        store_.Find(at.bucket, key, internal::TagOf(at.hash), &value));
+    if (!found) return at;
+    at.where = KeyLocation::Where::kBlock;
+  }
+  at.value_bytes = value.size();
+  if (internal::IsReference(value)) {
+    const internal::ValueRef ref = internal::DecodeReference(value);
+    at.out_of_line = true;
+    at.value_offset = ref.first * layout_.block_size;
+    at.value_bytes = ref.length;
+  }
+  return at;
+}
+
+absl::StatusOr<uint64_t> Table::Impl::Count() {
+  ReaderMutexLock lock(&mu_);
+  RT_RETURN_IF_ERROR(CheckOpen());
+  // A buffered put adds a record unless its key is stored already, in its
+  // bucket's stash list or block.
+  uint64_t count = table_.record_count();
+  absl::Status status;
+  std::string scratch;
+  buffer_.records().ForEachList(
+      [&](uint64_t b, const internal::Stash::List& list) {
+        for (const internal::Stash::Entry& e : list) {
+          if (!status.ok()) return;
+          const std::string_view key = e.record.key();
+          if (table_.stash().Find(b, key, e.hash) != nullptr) continue;
+          absl::StatusOr<bool> stored =
+              store_.Find(b, key, internal::TagOf(e.hash), &scratch);
+          if (!stored.ok()) {
+            status = stored.status();
+          } else if (!*stored) {
+            ++count;
+          }
+        }
+      });
+  RT_RETURN_IF_ERROR(status);
+  return count;
+}
+
+absl::StatusOr<SalvageReport> SalvageTable(const std::string& damaged,
+                                           const std::string& path,
+                                           const RebuildProgress& progress) {
+  Options o;  // the stored layout, read-only: nothing of it is written
+  o.read_only = true;
+  o.create_if_missing = false;
+  o.block_cache_bytes = 0;
+  RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> from, Table::Open(o, damaged));
+  RT_ASSIGN_OR_RETURN(Options layout, Table::ReadLayout(damaged));
+  layout.error_if_exists = true;
+  RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> into, Table::Open(layout, path));
+  RT_ASSIGN_OR_RETURN(const SalvageReport report,
+                      from->impl_->Salvage(*into, progress));
+  RT_RETURN_IF_ERROR(into->Close());
+  RT_RETURN_IF_ERROR(from->Close());
+  return report;
+}
+absl::StatusOr<uint64_t> Table::Count() { return impl_->Count(); }
+absl::Status Table::Backup(const std::string& dir) {
+  return impl_->Backup(dir);
+}
+absl::StatusOr<KeyLocation> Table::Locate(std::string_view key) {
+  return impl_->Locate(key);
+}
+}  // namespace roundtable
