@@ -171,7 +171,9 @@ std::vector<absl::StatusOr<std::string>> Table::Impl::MultiGet(
   for (size_t i = 0; i < keys.size(); ++i) {
     if (!out[i].ok() || !internal::IsReference(*out[i])) continue;
     targets.push_back({internal::DecodeReference(*out[i]),
-                       table_.BucketOf(hash_of[i]), &*out[i], {}});
+                       table_.BucketOf(hash_of[i]),
+                       &*out[i],
+                       {}});
     target_of.push_back(i);
   }
   if (targets.empty()) return out;
@@ -354,30 +356,30 @@ absl::Status Table::Impl::Flush() {
   return buffer_.MaybeCompact();
 }
 
-absl::Status Table::Impl::Checkpoint() {
+absl::Status Table::Impl::AfterBackups(
+    absl::FunctionRef<absl::Status()> locked) {
   while (true) {
     {
       MutexLock lock(&mu_);
-      if (backups_ == 0) {
-        RT_RETURN_IF_ERROR(CheckWritable());
-        return error_.Note(CheckpointLocked(/*complete=*/true));
-      }
+      if (backups_ == 0) return locked();
     }
-    // A backup is copying the files: rare, and seconds at most.
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 
+absl::Status Table::Impl::Checkpoint() {
+  return AfterBackups([this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    RT_RETURN_IF_ERROR(CheckWritable());
+    return error_.Note(CheckpointLocked(/*complete=*/true));
+  });
+}
+
 absl::Status Table::Impl::Close() {
-  // A backup copying the files ends first (its checkpoint must stay).
-  while (true) {
-    {
-      ReaderMutexLock lock(&mu_);
-      if (backups_ == 0) break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  MutexLock lock(&mu_);
+  return AfterBackups(
+      [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return CloseLocked(); });
+}
+
+absl::Status Table::Impl::CloseLocked() {
   if (closed_) return absl::FailedPreconditionError("table is closed");
   absl::Status s;
   if (!options_.read_only && error_.ok()) {
@@ -421,9 +423,8 @@ TableStats Table::Impl::GetStats() const {
                    (static_cast<double>(layout_.payload()) * m);
   if (layout_.block_records != 0) {
     st.utilization = std::max(
-        st.utilization,
-        static_cast<double>(st.records) /
-            (static_cast<double>(layout_.block_records) * m));
+        st.utilization, static_cast<double>(st.records) /
+                            (static_cast<double>(layout_.block_records) * m));
   }
   st.logical = table_.logical();
   st.logical.buffer_drains = buffer_.drains();
@@ -461,8 +462,9 @@ absl::Status Table::Impl::MaybeCheckpoint() {
   const double values = values_.CheckpointPressure(
       options_.value_checkpoint_bytes, options_.checkpoint_bytes / 8);
   absl::StatusOr<bool> due = checkpointer_.Due(
-      log_.bytes() + static_cast<uint64_t>(
-                         values * static_cast<double>(options_.checkpoint_bytes)));
+      log_.bytes() +
+      static_cast<uint64_t>(values *
+                            static_cast<double>(options_.checkpoint_bytes)));
   RT_RETURN_IF_ERROR(error_.Note(due.status()));
   if (!*due) return absl::OkStatus();
   return error_.Note(CheckpointLocked(/*complete=*/false));
@@ -632,7 +634,7 @@ class TableIterator final : public Iterator {
   uint64_t bucket_ = 0;
   std::vector<Record> records_;
   size_t pos_ = 0;
-  std::string value_;     // the value of a record stored out of line
+  std::string value_;      // the value of a record stored out of line
   bool resolved_ = false;  // value_ is the current record's
   absl::Status status_;
 };
@@ -659,8 +661,8 @@ uint64_t SuggestedS0(uint32_t block_size, size_t key_bytes,
   if (record > internal::MaxRecord(bs)) {
     record = internal::EncodedSize(key_bytes, internal::kReferenceBytes);
   }
-  const double per_block = static_cast<double>(internal::Payload(bs)) /
-                           static_cast<double>(record);
+  const double per_block =
+      static_cast<double>(internal::Payload(bs)) / static_cast<double>(record);
   uint64_t s0 = 4;
   while (s0 < 32 && static_cast<double>(2 * s0) <= std::sqrt(per_block)) {
     s0 *= 2;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/batch_writer.h"
 #include "engine/internal/kill_points.h"
 #include "engine/internal/table_impl.h"
 #include "io/base/status_macros.h"
@@ -84,8 +85,8 @@ absl::StatusOr<SalvageReport> Table::Impl::Salvage(
     stored_before = table_.record_count();
   }
   std::vector<Record> records;
-  uint64_t stored_read = 0, bytes = 0;  // records read from blocks, stash
-  WriteBatch batch;
+  uint64_t stored_read = 0;  // records read from blocks and the stash
+  BatchWriter copy(&into, progress);
   std::string value;
   for (uint64_t b = 0;; ++b) {
     bool past_end = false, damaged = false;
@@ -107,18 +108,11 @@ absl::StatusOr<SalvageReport> Table::Impl::Salvage(
         }
         v = value;
       }
-      batch.Put(records[i].key(), v);
-      ++report.saved;
-      bytes += records[i].key().size() + v.size();
-    }
-    if (batch.Count() >= 1024 || b % 256 == 255) {
-      RT_RETURN_IF_ERROR(into.Write(batch));
-      batch.Clear();
-      if (progress) progress(report.saved, bytes);
+      RT_RETURN_IF_ERROR(copy.Put(records[i].key(), v));
     }
   }
-  RT_RETURN_IF_ERROR(into.Write(batch));
-  if (progress) progress(report.saved, bytes);
+  RT_RETURN_IF_ERROR(copy.Finish());
+  report.saved = copy.records();
   report.lost = stored_before - std::min(stored_before, stored_read);
   return report;
 }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "engine/batch_writer.h"
 #include "engine/internal/kill_points.h"
 #include "engine/internal/table_files.h"
 #include "io/base/status_macros.h"
@@ -19,11 +20,6 @@
 
 namespace roundtable {
 namespace {
-
-// A batch of copied records is written once it holds this many bytes or
-// records.
-constexpr size_t kBatchBytes = 4 << 20;
-constexpr size_t kBatchRecords = 1024;
 
 // Each layout field `given` sets replaces the stored one.
 Options NewLayout(const Options& stored, const Options& given) {
@@ -64,27 +60,14 @@ absl::Status RebuildTable(const std::string& path, const Options& layout,
   new_options.checkpoint_bytes = layout.checkpoint_bytes;
   RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> new_table,
                       Table::Open(new_options, scratch));
-  uint64_t records = 0, bytes = 0;
   {
-    WriteBatch batch;
-    size_t batch_bytes = 0;
+    BatchWriter copy(new_table.get(), progress, "rebuild: batch copied");
     auto it = old_table->NewIterator();
     for (; it->Valid(); it->Next()) {
-      batch.Put(it->key(), it->value());
-      batch_bytes += it->key().size() + it->value().size();
-      ++records;
-      bytes += it->key().size() + it->value().size();
-      if (batch.Count() >= kBatchRecords || batch_bytes >= kBatchBytes) {
-        RT_RETURN_IF_ERROR(new_table->Write(batch));
-        internal::KillPoint("rebuild: batch copied");
-        batch.Clear();
-        batch_bytes = 0;
-        if (progress) progress(records, bytes);
-      }
+      RT_RETURN_IF_ERROR(copy.Put(it->key(), it->value()));
     }
     RT_RETURN_IF_ERROR(it->status());
-    RT_RETURN_IF_ERROR(new_table->Write(batch));
-    if (progress) progress(records, bytes);
+    RT_RETURN_IF_ERROR(copy.Finish());
   }
   RT_RETURN_IF_ERROR(new_table->Flush());
   RT_RETURN_IF_ERROR(new_table->Close());  // checkpointed and synced

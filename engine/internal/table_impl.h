@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/internal/bucket_store.h"
@@ -47,9 +48,9 @@
 #include "engine/internal/value_store.h"
 #include "engine/internal/write_buffer.h"
 #include "engine/mapping/round_mapping.h"
-#include "roundtable/table.h"
 #include "io/base/first_error.h"
 #include "io/base/mutex.h"
+#include "roundtable/table.h"
 
 namespace roundtable {
 
@@ -107,8 +108,7 @@ class ROUNDTABLE_HIDDEN Table::Impl {
   // given; *stored counts the records given from the block and the stash.
   absl::Status BucketRecords(uint64_t b, std::vector<internal::Record>* out,
                              bool* past_end, bool* damaged = nullptr,
-                             size_t* stored = nullptr)
-      ABSL_LOCKS_EXCLUDED(mu_);
+                             size_t* stored = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<SalvageReport> Salvage(Table& into,
                                         const RebuildProgress& progress)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -170,6 +170,12 @@ class ROUNDTABLE_HIDDEN Table::Impl {
   absl::Status SyncThrough(uint64_t seq) ABSL_LOCKS_EXCLUDED(mu_);
   // Starts a checkpoint when the Checkpointer says one is due.
   absl::Status MaybeCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `locked` under the writer lock once no backup is copying the
+  // files (a backup keeps the checkpoint its copy is of: rare, and seconds
+  // at most). For Checkpoint and Close, which write in place.
+  absl::Status AfterBackups(absl::FunctionRef<absl::Status()> locked)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status CloseLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A checkpoint of everything held: the Checkpointer's phases, with the
   // writers moved to the other log file while its writes run. Complete at
   // once when `complete` (the writers then stay in their log file,

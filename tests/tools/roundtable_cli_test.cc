@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+
 #include "tests/engine/mapping/reference_round_mapping.h"
 
 namespace {
@@ -201,9 +202,10 @@ TEST(RoundtableCliTest, KilledLoadLeavesAPrefixOfWholeBatches) {
                   .exit_code,
               0);
     double delay_us = static_cast<double>(
-        std::chrono::duration_cast<std::chrono::microseconds>(
-            std::chrono::steady_clock::now() - start)
-            .count()) / 2;
+                          std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::chrono::steady_clock::now() - start)
+                              .count()) /
+                      2;
     std::system(("rm -rf " + timing_dir).c_str());
     int cut = 0;  // rounds killed part-way through the input
     for (int round = 0; round < 40 && (round < 6 || cut < 2); ++round) {
@@ -299,16 +301,17 @@ TEST(RoundtableCliTest, StoreCommandsRoundTrip) {
   // in the write buffer (and the delete took k1 out of it), and the exact
   // count counts them.
   for (const char* field :
-       {"\"buckets\":4", "\"records\":3", "\"stored_records\":0",
-        "\"stash_records\":0",
+       {"\"buckets\":4",          "\"records\":3",
+        "\"stored_records\":0",   "\"stash_records\":0",
         "\"buffered_records\":3", "\"physical_write_buffer_copy\":{",
-        "\"block_size\":1024", "\"s0\":4", "\"epsilon\":0.1",
-        "\"data_bytes\":", "\"utilization\":", "\"logical\":{",
-        "\"get_block_reads\":", "\"physical_block_file\":{",
-        "\"held_blocks\":0", "\"recovered_records\":0", "\"physical_wal\":{",
-        "\"physical_journal\":{", "\"value_count\":0",
-        "\"value_file_bytes\":0", "\"physical_values\":{",
-        "\"physical_spacemap\":{"}) {
+        "\"block_size\":1024",    "\"s0\":4",
+        "\"epsilon\":0.1",        "\"data_bytes\":",
+        "\"utilization\":",       "\"logical\":{",
+        "\"get_block_reads\":",   "\"physical_block_file\":{",
+        "\"held_blocks\":0",      "\"recovered_records\":0",
+        "\"physical_wal\":{",     "\"physical_journal\":{",
+        "\"value_count\":0",      "\"value_file_bytes\":0",
+        "\"physical_values\":{",  "\"physical_spacemap\":{"}) {
     EXPECT_NE(o.out.find(field), std::string::npos) << field << " in " << o.out;
   }
   o = RunTool("check " + dir);
@@ -446,8 +449,7 @@ TEST(RoundtableCliTest, StoreCommandsRefuseBadInput) {
 // that exited 0 is there.
 TEST(RoundtableCliTest, ProcessesOnOneTableAreLockedOutNeverBroken) {
   const std::string dir = TableDir();
-  ASSERT_EQ(RunTool("create " + dir + " --block_size=512 --s0=4").exit_code,
-            0);
+  ASSERT_EQ(RunTool("create " + dir + " --block_size=512 --s0=4").exit_code, 0);
   constexpr int kPreloaded = 400;
   std::string preload;
   for (int i = 0; i < kPreloaded; ++i) {
@@ -475,12 +477,13 @@ TEST(RoundtableCliTest, ProcessesOnOneTableAreLockedOutNeverBroken) {
       std::ofstream acked(acked_file(id));
       std::mt19937 rng(id);
       int done = 0, locked_out = 0;
-      for (int r = 0; r < kRounds && std::chrono::steady_clock::now() < deadline;
-           ++r) {
+      for (int r = 0;
+           r < kRounds && std::chrono::steady_clock::now() < deadline; ++r) {
         Outcome o;
         std::string what;
         if (id < 2) {
-          const std::string key = "w" + std::to_string(id) + "_" + std::to_string(r);
+          const std::string key =
+              "w" + std::to_string(id) + "_" + std::to_string(r);
           what = "put " + key;
           o = RunTool("put " + dir + " " + key + " v" + key);
           if (o.exit_code == 0) acked << key << "\n" << std::flush;
@@ -566,6 +569,21 @@ TEST(RoundtableCliTest, DemoRunsAndSummarises) {
   std::system(("rm -rf " + dir).c_str());
 }
 
+TEST(RoundtableCliTest, DemoJsonIsOneObjectOfTheSameFigures) {
+  const std::string dir = TableDir();
+  const Outcome o = RunTool("demo " + dir + " --records=4000 --json");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  ASSERT_EQ(o.out.rfind("{\"records\":4000,\"puts_per_s\":", 0), 0u) << o.out;
+  EXPECT_EQ(o.out.find('\n'), o.out.size() - 1) << o.out;  // one line
+  // Half the records are deleted; the table's own count agrees.
+  EXPECT_NE(o.out.find("\"final_records\":2000,"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\"dir\":\"" + dir + "\"}"), std::string::npos) << o.out;
+  const Outcome stats = RunTool("stats " + dir + " --json");
+  EXPECT_NE(stats.out.find("\"records\":2000,"), std::string::npos)
+      << stats.out;
+  std::system(("rm -rf " + dir).c_str());
+}
+
 TEST(RoundtableCliTest, BalanceExperimentRunsSmall) {
   const std::string csv =
       testing::TempDir() + "/balance_" + std::to_string(getpid()) + ".csv";
@@ -586,7 +604,8 @@ TEST(RoundtableCliTest, StashExperimentWritesTheTableAndTheCsv) {
       testing::TempDir() + "/stash_" + std::to_string(getpid());
   Outcome o = RunTool(
       "experiment stash --block_keys=32 --epsilons=1/8,1/4 --s0=2,8 "
-      "--from=8 --to=64 --threads=2 --csv=" + base + ".csv");
+      "--from=8 --to=64 --threads=2 --csv=" +
+      base + ".csv");
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.out.find("| s0 | eps = 1/8 | eps = 1/4 |"), std::string::npos)
       << o.out;
@@ -603,7 +622,8 @@ TEST(RoundtableCliTest, StashExperimentWritesTheTableAndTheCsv) {
   // The trace at s0 = 2 / epsilon, with a plot when gnuplot is here.
   o = RunTool(
       "experiment stash --trace --block_keys=32 --epsilons=1/8 --from=8 "
-      "--to=64 --csv=" + base + "_trace.csv --plot=" + base + ".png");
+      "--to=64 --csv=" +
+      base + "_trace.csv --plot=" + base + ".png");
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.out.find("| 32 | 1/8 | 16 |"), std::string::npos) << o.out;
   csv = Slurp(base + "_trace.csv");
@@ -723,12 +743,13 @@ TEST(RoundtableCliTest, DumpAndRestoreRoundTripInEveryLayout) {
     EXPECT_EQ(RunTool("check " + copy).exit_code, 0);
     // Through a pipe.
     const std::string cli = RT_CLI_PATH;
-    ASSERT_EQ(std::system((cli + " dump " + dir + " - | " + cli + " restore - " +
-                           piped).c_str()),
+    ASSERT_EQ(std::system(
+                  (cli + " dump " + dir + " - | " + cli + " restore - " + piped)
+                      .c_str()),
               0);
     EXPECT_TRUE(records == SortedScan(piped));
-    std::system(("rm -rf " + dir + " " + copy + " " + piped + " " + dump)
-                    .c_str());
+    std::system(
+        ("rm -rf " + dir + " " + copy + " " + piped + " " + dump).c_str());
   }
 }
 
@@ -748,8 +769,8 @@ TEST(RoundtableCliTest, RebuildChangesTheLayoutAndSurvivesKills) {
                ? std::string()
                : stats.substr(at + 13, stats.find(',', at) - at - 13);
   };
-  for (const char* size : {"1024", "4096", "16384", "512", "4096", "1024",
-                           "16384", "512"}) {
+  for (const char* size :
+       {"1024", "4096", "16384", "512", "4096", "1024", "16384", "512"}) {
     const Outcome o = RunTool("rebuild " + dir + " --block_size=" + size);
     ASSERT_EQ(o.exit_code, 0) << o.err;
     EXPECT_EQ(block_size(), size);
@@ -807,16 +828,16 @@ TEST(RoundtableCliTest, LocateAgreesWithTheMapping) {
   std::ofstream(big_file) << big;
   ASSERT_EQ(RunTool("put " + dir + " big --value_file=" + big_file).exit_code,
             0);
-  const uint64_t m = JsonNumber(RunTool("stats " + dir + " --json").out,
-                                "buckets");
+  const uint64_t m =
+      JsonNumber(RunTool("stats " + dir + " --json").out, "buckets");
   ASSERT_GT(m, 4u);
   std::set<std::string> wheres;
   for (int i = 0; i < 1500; i += 37) {
     const std::string key = "k" + std::to_string(i);
     const Outcome o = RunTool("locate " + dir + " " + key + " --json");
     ASSERT_EQ(o.exit_code, 0) << o.err;
-    const uint64_t h = XXH3_64bits_withSeed(key.data(), key.size(),
-                                            0x726f756e64746162);
+    const uint64_t h =
+        XXH3_64bits_withSeed(key.data(), key.size(), 0x726f756e64746162);
     EXPECT_EQ(JsonNumber(o.out, "hash"), h) << o.out;
     EXPECT_EQ(JsonNumber(o.out, "bucket"),
               roundtable::testing_support::ReferenceFindBucket(4, m, h))
@@ -906,14 +927,13 @@ TEST(RoundtableCliTest, BackupCopiesATable) {
 // records there were), and leaves the damaged table as it was.
 TEST(RoundtableCliTest, SalvageSavesWhatCanBeRead) {
   const std::string dir = TableDir(), saved = TableDir();
-  ASSERT_EQ(RunTool("create " + dir + " --block_size=512 --s0=2").exit_code,
-            0);
+  ASSERT_EQ(RunTool("create " + dir + " --block_size=512 --s0=2").exit_code, 0);
   std::string tsv;
   for (int i = 0; i < 3000; ++i) tsv += "k" + std::to_string(i) + "\tv\n";
   ASSERT_EQ(RunTool("load " + dir, tsv).exit_code, 0);
   {
-    std::fstream f(dir + "/blocks", std::ios::in | std::ios::out |
-                                        std::ios::binary);
+    std::fstream f(dir + "/blocks",
+                   std::ios::in | std::ios::out | std::ios::binary);
     for (int block : {4, 20, 40}) {
       f.seekp(block * 512 + 200);
       f.write("DAMAGE", 6);
@@ -981,7 +1001,8 @@ TEST(RoundtableCliTest, RestoreRefusesADamagedDumpAndLeavesNoTable) {
   EXPECT_NE(o.err.find("exists"), std::string::npos) << o.err;
   EXPECT_EQ(RunTool("restore /nonexistent/dump " + dir + "_none").exit_code, 1);
   EXPECT_EQ(RunTool("dump " + dir + "_none x").exit_code, 1);
-  std::system(("rm -rf " + dir + " " + target + " " + dump + " " + bad).c_str());
+  std::system(
+      ("rm -rf " + dir + " " + target + " " + dump + " " + bad).c_str());
 }
 
 // --help lists every command with its flags and an example, help COMMAND
@@ -991,14 +1012,26 @@ TEST(RoundtableCliTest, RestoreRefusesADamagedDumpAndLeavesNoTable) {
 TEST(RoundtableCliTest, HelpVersionAndUsageErrors) {
   Outcome o = RunTool("--help");
   ASSERT_EQ(o.exit_code, 0) << o.err;
-  for (const char* command :
-       {"create DIR", "put DIR KEY VALUE | DIR KEY --value_file=PATH",
-        "get DIR KEY", "del DIR KEY",
-        "load DIR [FILE]", "scan DIR", "stats DIR", "check DIR",
-        "dump DIR FILE", "restore FILE DIR", "rebuild DIR", "locate DIR KEY",
-        "backup DIR COPY", "salvage DIR NEWDIR",
-        "demo [DIR]", "map", "experiment balance", "experiment stash",
-        "experiment transfers", "experiment placement"}) {
+  for (const char* command : {"create DIR",
+                              "put DIR KEY VALUE | DIR KEY --value_file=PATH",
+                              "get DIR KEY",
+                              "del DIR KEY",
+                              "load DIR [FILE]",
+                              "scan DIR",
+                              "stats DIR",
+                              "check DIR",
+                              "dump DIR FILE",
+                              "restore FILE DIR",
+                              "rebuild DIR",
+                              "locate DIR KEY",
+                              "backup DIR COPY",
+                              "salvage DIR NEWDIR",
+                              "demo [DIR]",
+                              "map",
+                              "experiment balance",
+                              "experiment stash",
+                              "experiment transfers",
+                              "experiment placement"}) {
     EXPECT_NE(o.out.find(std::string("roundtable ") + command + "\n"),
               std::string::npos)
         << command;
@@ -1024,17 +1057,19 @@ TEST(RoundtableCliTest, HelpVersionAndUsageErrors) {
            {"", "roundtable <command>"},
            {"frobnicate x", "unknown command 'frobnicate x'"},
            {"help frobnicate", "no command 'frobnicate'"},
-           {"get /tmp/x k --batch=7", "get: does not take --batch; it takes "
-                                      "--output"},
-           {"scan /tmp/x --json", "scan: does not take --json; it takes no "
-                                  "flags"},
+           {"get /tmp/x k --batch=7",
+            "get: does not take --batch; it takes "
+            "--output"},
+           {"scan /tmp/x --json",
+            "scan: does not take --json; it takes no "
+            "flags"},
            {"create /tmp/x --output=y", "it takes --block_size --s0 --epsilon"},
            {"put /tmp/x k v --sync", "put: does not take --sync"},
            {"del /tmp/x k --json", "del: does not take --json"},
            {"load /tmp/x --output=y", "load: does not take --output"},
            {"stats /tmp/x --batch=1", "stats: does not take --batch"},
            {"check /tmp/x --sync", "check: does not take --sync"},
-           {"demo --json", "demo: does not take --json"},
+           {"demo --output=x", "demo: does not take --output"},
            {"map --records=5", "map: does not take --records"},
            {"experiment stash --nodes=3", "does not take --nodes"},
            {"experiment placement --trace", "does not take --trace"},

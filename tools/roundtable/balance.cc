@@ -51,9 +51,9 @@ BalanceStats SummariseSizes(std::vector<uint64_t> sizes) {
   return stats;
 }
 
-std::vector<uint64_t> CountEvenlySpaced(
-    const mapping::BucketMapping& map, uint64_t values, int threads,
-    const std::function<void(double)>& progress) {
+std::vector<uint64_t> CountEvenlySpaced(const mapping::BucketMapping& map,
+                                        uint64_t values, int threads,
+                                        ProgressLine* progress) {
   const uint64_t m = map.num_buckets();
   threads = std::max(1, threads);
   // 2^64 = q * values + r, so floor(i * 2^64 / values) = i * q +
@@ -64,7 +64,6 @@ std::vector<uint64_t> CountEvenlySpaced(
 
   std::vector<std::vector<uint64_t>> partial(threads,
                                              std::vector<uint64_t>(m, 0));
-  std::atomic<uint64_t> done{0};
   auto work = [&](int t) {
     const uint64_t begin = values / threads * t;
     const uint64_t end = t + 1 == threads ? values : values / threads * (t + 1);
@@ -80,32 +79,18 @@ std::vector<uint64_t> CountEvenlySpaced(
         remainder -= values;
         ++hash;
       }
-      if (((i - begin + 1) & (kProgressChunk - 1)) == 0) {
-        done.fetch_add(kProgressChunk, std::memory_order_relaxed);
+      if (progress != nullptr &&
+          ((i - begin + 1) & (kProgressChunk - 1)) == 0) {
+        progress->Add(kProgressChunk);
       }
     }
+    if (progress != nullptr)
+      progress->Add((end - begin) & (kProgressChunk - 1));
   };
   std::vector<std::thread> workers;
   for (int t = 1; t < threads; ++t) workers.emplace_back(work, t);
-  if (progress) {
-    // The calling thread reports while the workers count; it counts the
-    // first share itself only after the others have started.
-    std::atomic<bool> finished{false};
-    std::thread reporter([&] {
-      while (!finished.load()) {
-        progress(static_cast<double>(done.load()) / values);
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      }
-    });
-    work(0);
-    for (auto& w : workers) w.join();
-    finished = true;
-    reporter.join();
-    progress(1.0);
-  } else {
-    work(0);
-    for (auto& w : workers) w.join();
-  }
+  work(0);
+  for (auto& w : workers) w.join();
   std::vector<uint64_t> counts(m, 0);
   for (const auto& p : partial) {
     for (uint64_t b = 0; b < m; ++b) counts[b] += p[b];
@@ -141,21 +126,16 @@ absl::StatusOr<std::vector<BalanceRow>> RunBalance(
                          "s0", "sigma/mu", "min", "max", "1%", "99%", "99%/1%",
                          "seconds");
   std::vector<BalanceRow> rows;
+  ProgressLine progress("experiment balance", options.show_progress, "values",
+                        options.values * jobs.size());
   for (const Job& job : jobs) {
     const std::string label =
         absl::StrCat(std::string(job.map->name()),
                      job.s0 ? absl::StrCat(" s0=", job.s0) : "");
-    std::function<void(double)> progress;
-    if (options.show_progress) {
-      progress = [&label](double f) {
-        std::fprintf(stderr, "\rbalance: %-24s %5.1f%%", label.c_str(),
-                     100 * f);
-        std::fflush(stderr);
-      };
-    }
+    progress.SetNote(label);
     const auto start = std::chrono::steady_clock::now();
     std::vector<uint64_t> counts =
-        CountEvenlySpaced(*job.map, options.values, options.threads, progress);
+        CountEvenlySpaced(*job.map, options.values, options.threads, &progress);
     BalanceRow row;
     row.mapping = std::string(job.map->name());
     row.s0 = job.s0;
@@ -163,8 +143,8 @@ absl::StatusOr<std::vector<BalanceRow>> RunBalance(
     row.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
-    if (options.show_progress) std::fprintf(stderr, "\r%60s\r", "");
     const BalanceStats& s = row.stats;
+    progress.Clear();  // the row goes where the line was
     out << absl::StrFormat(
                "%-14s %5s %9.5f %8.5f %8.5f %8.5f %8.5f %8.5f %8.1f\n",
                row.mapping, row.s0 ? absl::StrCat(row.s0) : "-",
@@ -173,6 +153,7 @@ absl::StatusOr<std::vector<BalanceRow>> RunBalance(
         << std::flush;
     rows.push_back(std::move(row));
   }
+  progress.Finish();
 
   if (!options.csv_path.empty()) {
     std::ofstream csv(options.csv_path);

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "roundtable/mapping.h"
+#include "tools/roundtable/progress.h"
 
 namespace roundtable::cli {
 
@@ -31,11 +32,11 @@ struct BalanceStats {
 BalanceStats SummariseSizes(std::vector<uint64_t> sizes);
 
 // The sizes of map's buckets when the hashes floor(i * 2^64 / values), for
-// i = 0 .. values - 1, are mapped; split over `threads` threads. `progress`,
-// when set, is called now and then with the fraction done.
-std::vector<uint64_t> CountEvenlySpaced(
-    const mapping::BucketMapping& map, uint64_t values, int threads,
-    const std::function<void(double)>& progress = nullptr);
+// i = 0 .. values - 1, are mapped; split over `threads` threads. The values
+// mapped are added to `progress` (may be null) as the workers go.
+std::vector<uint64_t> CountEvenlySpaced(const mapping::BucketMapping& map,
+                                        uint64_t values, int threads,
+                                        ProgressLine* progress = nullptr);
 
 struct BalanceOptions {
   uint64_t buckets = 10000;

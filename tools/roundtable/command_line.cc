@@ -96,8 +96,9 @@ const std::vector<CommandSpec>& Commands() {
        "roundtable rebuild /tmp/users --block_size=8192 --s0=8"},
       {"demo",
        "[DIR]",
-       "load, read back and delete --records records",
-       {"records"},
+       "load, read back and delete --records records; --json prints the "
+       "figures as one object",
+       {"records", "json"},
        "roundtable demo --records=100000"},
       {"map",
        "",

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "engine/batch_writer.h"
 #include "engine/internal/table_files.h"
 #include "io/base/status_macros.h"
 #include "roundtable/table.h"
@@ -20,14 +21,6 @@
 #include "tools/roundtable/progress.h"
 
 namespace roundtable::cli {
-namespace {
-
-// A batch of restored records is written once it holds this many bytes or
-// records.
-constexpr size_t kBatchBytes = 4 << 20;
-constexpr size_t kBatchRecords = 1024;
-
-}  // namespace
 
 absl::Status RunDump(const std::string& dir, const std::string& path) {
   RT_ASSIGN_OR_RETURN(Options o, Table::ReadLayout(dir));
@@ -90,24 +83,14 @@ absl::Status RunRestore(const std::string& path, const std::string& dir) {
   RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> table, Table::Open(o, building));
   auto restore = [&]() -> absl::Status {
     ProgressLine progress("restore", ProgressLine::OnTerminal());
-    WriteBatch batch;
-    size_t batch_bytes = 0;
+    BatchWriter copy(table.get(), progress.Totals());
     std::string key, value;
     while (true) {
       RT_ASSIGN_OR_RETURN(const bool more, reader.Next(&key, &value));
-      if (more) {
-        batch.Put(key, value);
-        batch_bytes += key.size() + value.size();
-        progress.Add(1, key.size() + value.size());
-      }
-      if (!more || batch.Count() >= kBatchRecords ||
-          batch_bytes >= kBatchBytes) {
-        RT_RETURN_IF_ERROR(table->Write(batch));
-        batch.Clear();
-        batch_bytes = 0;
-      }
       if (!more) break;
+      RT_RETURN_IF_ERROR(copy.Put(key, value));
     }
+    RT_RETURN_IF_ERROR(copy.Finish());
     RT_RETURN_IF_ERROR(table->Flush());
     RT_RETURN_IF_ERROR(table->Close());
     if (rename(building.c_str(), dir.c_str()) != 0) {
@@ -129,14 +112,8 @@ absl::Status RunRestore(const std::string& path, const std::string& dir) {
 absl::Status RunSalvage(const std::string& dir, const std::string& copy,
                         bool json, std::ostream& out) {
   ProgressLine progress("salvage", ProgressLine::OnTerminal());
-  uint64_t shown_records = 0, shown_bytes = 0;
-  RT_ASSIGN_OR_RETURN(
-      const SalvageReport report,
-      SalvageTable(dir, copy, [&](uint64_t records, uint64_t bytes) {
-        progress.Add(records - shown_records, bytes - shown_bytes);
-        shown_records = records;
-        shown_bytes = bytes;
-      }));
+  RT_ASSIGN_OR_RETURN(const SalvageReport report,
+                      SalvageTable(dir, copy, progress.Totals()));
   progress.Finish();
   if (json) {
     out << "{\"saved\":" << report.saved
@@ -154,13 +131,7 @@ absl::Status RunSalvage(const std::string& dir, const std::string& copy,
 
 absl::Status RunRebuild(const std::string& dir, const Options& layout) {
   ProgressLine progress("rebuild", ProgressLine::OnTerminal());
-  uint64_t shown_records = 0, shown_bytes = 0;
-  RT_RETURN_IF_ERROR(
-      RebuildTable(dir, layout, [&](uint64_t records, uint64_t bytes) {
-        progress.Add(records - shown_records, bytes - shown_bytes);
-        shown_records = records;
-        shown_bytes = bytes;
-      }));
+  RT_RETURN_IF_ERROR(RebuildTable(dir, layout, progress.Totals()));
   progress.Finish();
   return absl::OkStatus();
 }
@@ -171,7 +142,8 @@ absl::Status RunBackup(const std::string& dir, const std::string& copy) {
   RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> table, Table::Open(o, dir));
   ProgressLine progress("backup", ProgressLine::OnTerminal());
   RT_RETURN_IF_ERROR(table->Backup(copy));
-  if (ProgressLine::OnTerminal()) {  // the summary: the copy's records and bytes
+  if (ProgressLine::OnTerminal()) {  // the summary: the copy's records and
+                                     // bytes
     RT_ASSIGN_OR_RETURN(const uint64_t records, table->Count());
     uint64_t bytes = 0;
     for (const auto& entry : std::filesystem::directory_iterator(copy)) {

@@ -3,10 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -166,71 +169,18 @@ double ExpectedStash(const PaperLayout& layout, uint64_t m, uint64_t n,
   const double k = static_cast<double>(state.converted());
   double stash = 0;
   if (k > 0) {
-    stash += k * (s + 1) * PoissonExcess(keys / ((s + 1) * g), layout.block_keys);
+    stash +=
+        k * (s + 1) * PoissonExcess(keys / ((s + 1) * g), layout.block_keys);
   }
   stash += (g - k) * s * PoissonExcess(keys / (s * g), layout.block_keys);
   return stash;
 }
 
 uint64_t BucketsAfter(const PaperLayout& layout, uint64_t n) {
-  const auto needed = static_cast<uint64_t>(
-      std::ceil(static_cast<double>(n) /
-                ((1 - layout.epsilon) * static_cast<double>(layout.block_keys))));
+  const auto needed = static_cast<uint64_t>(std::ceil(
+      static_cast<double>(n) /
+      ((1 - layout.epsilon) * static_cast<double>(layout.block_keys))));
   return std::max(needed, layout.s0);
-}
-
-Progress::Progress(std::string label, uint64_t total)
-    : label_(std::move(label)),
-      total_(std::max<uint64_t>(total, 1)),
-      tty_(isatty(STDERR_FILENO) != 0),
-      start_(std::chrono::steady_clock::now()) {
-  reporter_ = std::thread([this] {
-    const auto period = std::chrono::seconds(tty_ ? 1 : 30);
-    auto next = std::chrono::steady_clock::now() + period;
-    while (!stop_.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      if (std::chrono::steady_clock::now() < next) continue;
-      Report(false);
-      next += period;
-    }
-  });
-}
-
-Progress::~Progress() {
-  stop_ = true;
-  reporter_.join();
-  Report(true);
-}
-
-void Progress::SetNote(std::string note) {
-  std::lock_guard<std::mutex> lock(note_mu_);
-  note_ = std::move(note);
-}
-
-void Progress::Report(bool final) {
-  const double fraction =
-      std::min(1.0, static_cast<double>(done_.load()) / total_);
-  const double elapsed = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - start_)
-                             .count();
-  std::string note;
-  {
-    std::lock_guard<std::mutex> lock(note_mu_);
-    note = note_;
-  }
-  std::string line = absl::StrFormat("%s: %5.1f%% %s, %.0f s", label_,
-                                     100 * fraction, note, elapsed);
-  if (!final && fraction > 0.001) {
-    absl::StrAppendFormat(&line, ", about %.0f s left",
-                          elapsed * (1 - fraction) / fraction);
-  }
-  if (tty_) {
-    std::fprintf(stderr, "\r%-78s", line.c_str());
-    if (final) std::fprintf(stderr, "\n");
-  } else {
-    std::fprintf(stderr, "%s\n", line.c_str());
-  }
-  std::fflush(stderr);
 }
 
 bool GnuplotAvailable() {
@@ -252,8 +202,7 @@ absl::Status DrawPlot(const std::string& script, const std::string& png) {
   }
   std::fwrite(script.data(), 1, script.size(), pipe);
   if (pclose(pipe) != 0) {
-    return absl::InternalError(
-        absl::StrCat("gnuplot failed to draw ", png));
+    return absl::InternalError(absl::StrCat("gnuplot failed to draw ", png));
   }
   return absl::OkStatus();
 }

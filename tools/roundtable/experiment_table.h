@@ -1,21 +1,16 @@
 // What the paper experiments share: a table in the paper's model (blocks of
 // exactly B keys, in memory), its keys, the Poisson model of bucket loads,
-// progress on long runs, and plots drawn with gnuplot.
+// the runs spread over threads, and plots drawn with gnuplot.
 //
-// Thread-safety: free functions are thread-safe; a Progress is shared by the
-// worker threads of one experiment.
+// Thread-safety: free functions are thread-safe.
 #ifndef ROUNDTABLE_TOOLS_ROUNDTABLE_EXPERIMENT_TABLE_H_
 #define ROUNDTABLE_TOOLS_ROUNDTABLE_EXPERIMENT_TABLE_H_
 
-#include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -86,29 +81,6 @@ double ExpectedStash(const PaperLayout& layout, uint64_t m, uint64_t n,
 
 // The buckets the table has after n inserts: max(s0, ceil(n / ((1 - eps) B))).
 uint64_t BucketsAfter(const PaperLayout& layout, uint64_t n);
-
-// Counts work done by worker threads and reports it on standard error: on
-// a terminal a line rewritten every second, otherwise a line every 30 s.
-class Progress {
- public:
-  Progress(std::string label, uint64_t total);
-  ~Progress();  // stops the reporter and clears the line
-  void Add(uint64_t done) { done_.fetch_add(done, std::memory_order_relaxed); }
-  // Also reported: what is being worked on ("3/40 cells").
-  void SetNote(std::string note);
-
- private:
-  void Report(bool final);
-  const std::string label_;
-  const uint64_t total_;
-  const bool tty_;
-  const std::chrono::steady_clock::time_point start_;
-  std::atomic<uint64_t> done_{0};
-  std::atomic<bool> stop_{false};
-  std::mutex note_mu_;
-  std::string note_;  // guarded by note_mu_
-  std::thread reporter_;
-};
 
 // Whether gnuplot is on the PATH.
 bool GnuplotAvailable();

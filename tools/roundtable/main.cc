@@ -23,14 +23,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <stdexcept>
-#include <streambuf>
 #include <iostream>
 #include <optional>
+#include <stdexcept>
+#include <streambuf>
 #include <string>
 #include <thread>
 #include <vector>
@@ -479,8 +479,8 @@ int TableCommand(const std::vector<std::string>& words,
     std::istream in(&buffer);
     status = RunLoad(words[1], in, load);
     if (!status.ok() && in.bad() && !buffer.error().empty()) {
-      status = absl::Status(status.code(), absl::StrCat(status.message(), ": ",
-                                                        buffer.error()));
+      status = absl::Status(
+          status.code(), absl::StrCat(status.message(), ": ", buffer.error()));
     }
     if (args == 2) close(fd);
   } else if (command == "locate") {
@@ -513,8 +513,8 @@ int TableCommand(const std::vector<std::string>& words,
     status = RunBackup(words[1], words[2]);
   } else if (command == "salvage") {
     if (args != 2) return usage("DIR NEWDIR [--json]");
-    status = RunSalvage(words[1], words[2], absl::GetFlag(FLAGS_json),
-                        std::cout);
+    status =
+        RunSalvage(words[1], words[2], absl::GetFlag(FLAGS_json), std::cout);
   } else if (command == "rebuild") {
     if (args != 1) return usage("DIR [--block_size --s0 --epsilon]");
     Options layout;  // only what is given changes
@@ -528,7 +528,7 @@ int TableCommand(const std::vector<std::string>& words,
     if (!s0->empty()) layout.s0 = s0->front();
     status = RunRebuild(words[1], layout);
   } else if (command == "demo") {
-    if (args > 1) return usage("[DIR] [--records=N]");
+    if (args > 1) return usage("[DIR] [--records=N] [--json]");
     std::string dir;
     if (args == 1) {
       dir = words[1];
@@ -541,7 +541,7 @@ int TableCommand(const std::vector<std::string>& words,
       dir = std::string(tmpl) + "/table";
     }
     status = RunDemo(dir, absl::GetFlag(FLAGS_records), isatty(STDERR_FILENO),
-                     std::cout);
+                     absl::GetFlag(FLAGS_json), std::cout);
   } else {
     return -1;
   }
@@ -623,8 +623,8 @@ int Main(int argc, char** argv) {
     size_t used = 0;
     const CommandSpec* spec = FindCommand(topic, &used);
     if (spec == nullptr || used != topic.size()) {
-      return Usage("help", absl::StrCat("no command '",
-                                        absl::StrJoin(topic, " "), "'"));
+      return Usage(
+          "help", absl::StrCat("no command '", absl::StrJoin(topic, " "), "'"));
     }
     std::cout << HelpFor(*spec);
     return kExitOk;

@@ -13,9 +13,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "roundtable/placement.h"
 #include "io/base/status_macros.h"
+#include "roundtable/placement.h"
 #include "tools/roundtable/experiment_table.h"
+#include "tools/roundtable/progress.h"
 #include "xxhash.h"
 
 namespace roundtable::cli {
@@ -291,22 +292,18 @@ absl::StatusOr<std::vector<PlacementRow>> RunPlacement(
     return absl::InvalidArgumentError("--plot needs --csv");
   }
   RT_ASSIGN_OR_RETURN(const std::vector<Job> jobs, Jobs(options));
-  std::unique_ptr<Progress> progress;
-  if (options.progress) {
-    progress = std::make_unique<Progress>("experiment placement", jobs.size());
-  }
+  ProgressLine progress("experiment placement", options.progress, "runs",
+                        jobs.size());
   std::vector<PlacementRow> rows;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const Job& job = jobs[i];
-    if (progress) {
-      progress->SetNote(
-          absl::StrCat(job.algorithm, " n=", job.nodes, " keys=", job.keys));
-    }
+    progress.SetNote(
+        absl::StrCat(job.algorithm, " n=", job.nodes, " keys=", job.keys));
     RT_ASSIGN_OR_RETURN(PlacementRow row, Measure(job, options.timing));
     rows.push_back(std::move(row));
-    if (progress) progress->Add(1);
+    progress.Add(1);
   }
-  progress.reset();
+  progress.Finish();
 
   out << "| algorithm | params | nodes | keys | peak/avg | sigma/mu | max load "
          "| moved on add (x ideal) | moved on remove (x ideal) | stray | "

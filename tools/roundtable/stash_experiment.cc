@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/mapping/round_mapping.h"
+#include "tools/roundtable/progress.h"
 
 namespace roundtable::cli {
 namespace {
@@ -87,8 +88,8 @@ double PredictedMaxRatio(const PaperLayout& layout, uint64_t n_min,
       while (n > 0 && BucketsAfter(layout, n) > m) --n;
     }
     if (n < n_min) continue;
-    best = std::max(best, ExpectedStash(layout, m, n, uniform) /
-                              static_cast<double>(n));
+    best = std::max(
+        best, ExpectedStash(layout, m, n, uniform) / static_cast<double>(n));
   }
   return best;
 }
@@ -148,26 +149,24 @@ absl::StatusOr<std::vector<StashCell>> RunStashGrid(const StashOptions& options,
   std::mutex mu;
   std::atomic<size_t> finished{0};
   {
-    std::unique_ptr<Progress> progress;
-    if (options.progress) {
-      progress = std::make_unique<Progress>("experiment stash", total);
-    }
+    ProgressLine progress("experiment stash", options.progress, "inserts",
+                          total);
     absl::Status status = RunJobs(jobs.size(), options.threads, [&](size_t j) {
       const PaperLayout& layout = cells[jobs[j].cell].layout;
       const uint64_t n_min = options.from * layout.block_keys;
       const uint64_t n_max = options.to * layout.block_keys;
-      if (progress) progress->SetNote(LayoutName(layout));
+      progress.SetNote(LayoutName(layout));
       const auto start = std::chrono::steady_clock::now();
       double worst = 0;
       absl::Status s = InsertAndWatch(
           layout, RunSeed(options.seed, jobs[j].rep), n_max,
           [&](uint64_t n, uint64_t, uint64_t stash) {
             if (n >= n_min) {
-              worst = std::max(worst, static_cast<double>(stash) /
-                                          static_cast<double>(n));
+              worst = std::max(
+                  worst, static_cast<double>(stash) / static_cast<double>(n));
             }
-            if (progress && n % kProgressChunk == 0) {
-              progress->Add(kProgressChunk);
+            if (n % kProgressChunk == 0) {
+              progress.Add(kProgressChunk);
             }
           });
       if (!s.ok()) return s;
@@ -177,12 +176,12 @@ absl::StatusOr<std::vector<StashCell>> RunStashGrid(const StashOptions& options,
       std::lock_guard<std::mutex> lock(mu);
       ratios[jobs[j].cell].push_back(worst);
       seconds[jobs[j].cell] += took;
-      if (progress) {
-        progress->SetNote(absl::StrCat(++finished, "/", jobs.size(), " runs"));
-      }
+      progress.Add(n_max % kProgressChunk);
+      progress.SetNote(absl::StrCat(++finished, "/", jobs.size(), " runs"));
       return absl::OkStatus();
     });
     if (!status.ok()) return status;
+    progress.Finish();
   }
   for (size_t c = 0; c < cells.size(); ++c) {
     StashCell& cell = cells[c];
@@ -207,7 +206,8 @@ absl::StatusOr<std::vector<StashCell>> RunStashGrid(const StashOptions& options,
         b, options.from, options.to, options.repetitions,
         options.repetitions > 1 ? "s" : "", options.seed);
     out << "| s0 |";
-    for (const double e : options.epsilons) out << " eps = " << FormatEpsilon(e) << " |";
+    for (const double e : options.epsilons)
+      out << " eps = " << FormatEpsilon(e) << " |";
     out << "\n|---|";
     for (size_t i = 0; i < options.epsilons.size(); ++i) out << "---|";
     out << "\n";
@@ -219,9 +219,10 @@ absl::StatusOr<std::vector<StashCell>> RunStashGrid(const StashOptions& options,
               cell.layout.epsilon != e) {
             continue;
           }
-          const std::string text = absl::StrCat(
-              Ratio(cell.predicted_ratio), " / ", Ratio(cell.max_ratio));
-          out << " " << (static_cast<double>(s0) * e > 1 ? "**" + text + "**" : text)
+          const std::string text = absl::StrCat(Ratio(cell.predicted_ratio),
+                                                " / ", Ratio(cell.max_ratio));
+          out << " "
+              << (static_cast<double>(s0) * e > 1 ? "**" + text + "**" : text)
               << " |";
         }
       }
@@ -271,7 +272,8 @@ absl::Status RunStashTrace(const StashOptions& options, std::ostream& out) {
     for (const double e : options.epsilons) {
       std::vector<uint64_t> s0s = options.s0s;
       if (s0s.empty()) {
-        s0s = {std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(2 / e)))};
+        s0s = {
+            std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(2 / e)))};
       }
       for (const uint64_t s0 : s0s) curves.push_back({{b, e, s0}, {}});
     }
@@ -279,44 +281,46 @@ absl::Status RunStashTrace(const StashOptions& options, std::ostream& out) {
   uint64_t total = 0;
   for (const Curve& c : curves) total += options.to * c.layout.block_keys;
   {
-    std::unique_ptr<Progress> progress;
-    if (options.progress) {
-      progress = std::make_unique<Progress>("experiment stash --trace", total);
-    }
+    ProgressLine progress("experiment stash --trace", options.progress,
+                          "inserts", total);
     absl::Status status =
         RunJobs(curves.size(), options.threads, [&](size_t c) {
           Curve& curve = curves[c];
-          if (progress) progress->SetNote(LayoutName(curve.layout));
+          progress.SetNote(LayoutName(curve.layout));
           const uint64_t n_min = options.from * curve.layout.block_keys;
           const uint64_t n_max = options.to * curve.layout.block_keys;
           TraceRow row;
           auto flush = [&] {
             if (row.n_first == 0 || row.n_last < n_min) return;
-            row.expected = ExpectedStash(curve.layout, row.m, row.n_last, false);
+            row.expected =
+                ExpectedStash(curve.layout, row.m, row.n_last, false);
             row.uniform = ExpectedStash(curve.layout, row.m, row.n_last, true);
             curve.rows.push_back(row);
           };
-          return InsertAndWatch(
-              curve.layout, RunSeed(options.seed, 0), n_max,
-              [&](uint64_t n, uint64_t m, uint64_t stash) {
-                if (m != row.m) {
-                  flush();
-                  row = TraceRow{};
-                  row.m = m;
-                  row.n_first = n;
-                  row.stash_min = stash;
-                }
-                row.n_last = n;
-                row.stash_min = std::min(row.stash_min, stash);
-                row.stash_max = std::max(row.stash_max, stash);
-                row.stash_last = stash;
-                if (n == n_max) flush();
-                if (progress && n % kProgressChunk == 0) {
-                  progress->Add(kProgressChunk);
-                }
-              });
+          absl::Status s =
+              InsertAndWatch(curve.layout, RunSeed(options.seed, 0), n_max,
+                             [&](uint64_t n, uint64_t m, uint64_t stash) {
+                               if (m != row.m) {
+                                 flush();
+                                 row = TraceRow{};
+                                 row.m = m;
+                                 row.n_first = n;
+                                 row.stash_min = stash;
+                               }
+                               row.n_last = n;
+                               row.stash_min = std::min(row.stash_min, stash);
+                               row.stash_max = std::max(row.stash_max, stash);
+                               row.stash_last = stash;
+                               if (n == n_max) flush();
+                               if (n % kProgressChunk == 0) {
+                                 progress.Add(kProgressChunk);
+                               }
+                             });
+          progress.Add(n_max % kProgressChunk);
+          return s;
         });
     if (!status.ok()) return status;
+    progress.Finish();
   }
 
   // The cyclic pattern in numbers: per round, the largest stash / n over
@@ -352,11 +356,11 @@ absl::Status RunStashTrace(const StashOptions& options, std::ostream& out) {
       const auto& [first, last] = quarters;
       if (!first.seen || !last.seen) continue;
       const uint64_t lo = s0 << (round - 1);
-      out << absl::StrFormat("| %d | %s | %d | %d | %d-%d | %s (%s) | %s (%s) |\n",
-                             curve.layout.block_keys,
-                             FormatEpsilon(curve.layout.epsilon), s0, round, lo,
-                             2 * lo, Ratio(first.measured), Ratio(first.model),
-                             Ratio(last.measured), Ratio(last.model));
+      out << absl::StrFormat(
+          "| %d | %s | %d | %d | %d-%d | %s (%s) | %s (%s) |\n",
+          curve.layout.block_keys, FormatEpsilon(curve.layout.epsilon), s0,
+          round, lo, 2 * lo, Ratio(first.measured), Ratio(first.model),
+          Ratio(last.measured), Ratio(last.model));
     }
   }
   out << std::flush;

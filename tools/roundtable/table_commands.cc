@@ -3,8 +3,8 @@
 #include <sys/stat.h>
 
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <istream>
@@ -50,23 +50,6 @@ double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-// "\r<label> [#####.....]  45%  450000 records  300123/s" on standard error.
-void ShowProgress(const char* label, uint64_t done, uint64_t total,
-                  double seconds) {
-  const int width = 30;
-  const int filled =
-      total ? static_cast<int>(width * static_cast<double>(done) / total) : 0;
-  std::string bar(filled, '#');
-  bar.resize(width, '.');
-  std::fprintf(stderr, "\r%-8s [%s] %3.0f%% %10llu records %9.0f/s", label,
-               bar.c_str(), total ? 100.0 * done / total : 0.0,
-               static_cast<unsigned long long>(done),
-               seconds > 0 ? done / seconds : 0.0);
-  std::fflush(stderr);
-}
-
-void ClearProgress() { std::fprintf(stderr, "\r%80s\r", ""); }
-
 }  // namespace
 
 absl::Status RunCreate(const std::string& dir, const Options& layout) {
@@ -100,8 +83,8 @@ absl::Status RunGet(const std::string& dir, const std::string& key,
   if (!output.empty()) {
     file.open(output, std::ios::binary | std::ios::trunc);
     if (!file) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "cannot write ", output, ": ", std::strerror(errno)));
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot write ", output, ": ", std::strerror(errno)));
     }
   }
   std::ostream& out = output.empty() ? std::cout : file;
@@ -109,9 +92,9 @@ absl::Status RunGet(const std::string& dir, const std::string& key,
   out << end;
   out.flush();
   if (!out) {
-    return absl::UnavailableError(absl::StrCat(
-        "writing the value to ", output.empty() ? "standard output" : output,
-        " failed"));
+    return absl::UnavailableError(
+        absl::StrCat("writing the value to ",
+                     output.empty() ? "standard output" : output, " failed"));
   }
   return table->Close();
 }
@@ -198,8 +181,8 @@ absl::Status RunLoad(const std::string& dir, std::istream& in,
   return absl::OkStatus();
 }
 
-absl::Status RunLocate(const std::string& dir, std::string_view key,
-                       bool json, std::ostream& out) {
+absl::Status RunLocate(const std::string& dir, std::string_view key, bool json,
+                       std::ostream& out) {
   RT_ASSIGN_OR_RETURN(auto table, OpenExisting(dir, true));
   RT_ASSIGN_OR_RETURN(const KeyLocation at, table->Locate(key));
   const TableStats s = table->GetStats();
@@ -298,13 +281,13 @@ std::string StatsJson(const TableStats& s, uint64_t records,
       "\"physical_write_buffer_copy\":%s,\"physical_values\":%s,"
       "\"physical_spacemap\":%s}",
       s.buckets, records, s.records, s.stash_records, s.stash_bytes,
-      s.buffered_records, s.buffered_bytes, s.block_size, s.s0, s.epsilon, s.data_bytes,
-      s.utilization, file_bytes, l.get_reads, l.put_reads, l.put_writes,
-      l.delete_reads, l.delete_writes, l.grow_reads, l.grow_writes,
-      l.shrink_reads, l.shrink_writes, l.stash_copy_writes, l.buffer_drains,
-      l.distribute_drains, l.grows, l.shrinks, s.value_count, s.value_bytes,
-      s.value_file_bytes, s.value_free_bytes, s.held_blocks, s.wal_bytes,
-      s.checkpoints, s.recovered_records,
+      s.buffered_records, s.buffered_bytes, s.block_size, s.s0, s.epsilon,
+      s.data_bytes, s.utilization, file_bytes, l.get_reads, l.put_reads,
+      l.put_writes, l.delete_reads, l.delete_writes, l.grow_reads,
+      l.grow_writes, l.shrink_reads, l.shrink_writes, l.stash_copy_writes,
+      l.buffer_drains, l.distribute_drains, l.grows, l.shrinks, s.value_count,
+      s.value_bytes, s.value_file_bytes, s.value_free_bytes, s.held_blocks,
+      s.wal_bytes, s.checkpoints, s.recovered_records,
       s.recovered_journal ? "true" : "false", s.recovery_ns,
       ledger(s.physical_blocks), ledger(s.physical_stash),
       ledger(s.physical_wal), ledger(s.physical_journal),
@@ -328,10 +311,10 @@ absl::Status RunStats(const std::string& dir, bool json, std::ostream& out) {
         "large values   %d (%d bytes, out of line)\n"
         "value file     %d bytes (%d free)\nfile bytes     %d\n",
         records, s.buckets, s.stash_records,
-        records ? 100.0 * s.stash_records / records : 0.0,
-        s.buffered_records, s.data_bytes, s.utilization, s.block_size, s.s0,
-        s.epsilon, s.value_count, s.value_bytes, s.value_file_bytes,
-        s.value_free_bytes, bytes);
+        records ? 100.0 * s.stash_records / records : 0.0, s.buffered_records,
+        s.data_bytes, s.utilization, s.block_size, s.s0, s.epsilon,
+        s.value_count, s.value_bytes, s.value_file_bytes, s.value_free_bytes,
+        bytes);
   }
   return table->Close();
 }
@@ -359,9 +342,9 @@ absl::Status RunCheck(const std::string& dir, bool json, std::ostream& out) {
         "\"stash_records\":%d,\"buffered_records\":%d,\"value_count\":%d,"
         "\"value_bytes\":%d}\n",
         checked.ok() ? "true" : "false",
-        JsonEscaped(std::string(checked.message())), checked.ok() ? *records : 0,
-        s.buckets, s.stash_records, s.buffered_records, s.value_count,
-        s.value_bytes);
+        JsonEscaped(std::string(checked.message())),
+        checked.ok() ? *records : 0, s.buckets, s.stash_records,
+        s.buffered_records, s.value_count, s.value_bytes);
   }
   RT_RETURN_IF_ERROR(checked);
   if (json) return table->Close();
@@ -369,13 +352,12 @@ absl::Status RunCheck(const std::string& dir, bool json, std::ostream& out) {
       "ok: %d records in %d buckets (%d in the stash, %d puts in the "
       "write buffer), %d values out of line, every checksum and placement "
       "verified\n",
-      *records, s.buckets, s.stash_records, s.buffered_records,
-      s.value_count);
+      *records, s.buckets, s.stash_records, s.buffered_records, s.value_count);
   return table->Close();
 }
 
 absl::Status RunDemo(const std::string& dir, uint64_t records, bool progress,
-                     std::ostream& out) {
+                     bool json, std::ostream& out) {
   Options o;
   o.error_if_exists = true;
   RT_ASSIGN_OR_RETURN(auto table, Table::Open(o, dir));
@@ -385,18 +367,15 @@ absl::Status RunDemo(const std::string& dir, uint64_t records, bool progress,
     return absl::StrFormat("%016x", (i * 0x9E3779B97F4A7C15ULL) ^ 0x5bd1e995);
   };
   const std::string value(100, 'v');
-  const uint64_t step = std::max<uint64_t>(1, records / 200);
 
   auto phase = [&](const char* label, uint64_t n, auto op) -> absl::Status {
-    const auto start = Clock::now();
+    ProgressLine line(absl::StrCat("demo ", label), progress, "records", n);
+    const uint64_t step = std::max<uint64_t>(1, n / 1000);
     for (uint64_t i = 0; i < n; ++i) {
       RT_RETURN_IF_ERROR(op(i));
-      if (progress && (i + 1) % step == 0) {
-        ShowProgress(label, i + 1, n, Seconds(start));
-      }
+      if ((i + 1) % step == 0) line.Add(step);
     }
-    if (progress) ClearProgress();
-    return absl::OkStatus();
+    return absl::OkStatus();  // the demo's report follows: no summary
   };
 
   auto start = Clock::now();
@@ -433,6 +412,33 @@ absl::Status RunDemo(const std::string& dir, uint64_t records, bool progress,
     return ops ? static_cast<double>(transfers) / ops : 0.0;
   };
   const LogicalLedger& l = loaded.logical;
+  const double put_transfers = per(l.put_reads + l.put_writes + l.grow_reads +
+                                       l.grow_writes + l.stash_copy_writes,
+                                   records);
+  const double get_reads =
+      per(read.logical.get_reads - loaded.logical.get_reads, records);
+  const double delete_transfers =
+      per(after.logical.delete_reads + after.logical.delete_writes +
+              after.logical.shrink_reads + after.logical.shrink_writes +
+              after.logical.stash_copy_writes - read.logical.stash_copy_writes,
+          half);
+  const double stash_percent =
+      loaded.records ? 100.0 * loaded.stash_records / loaded.records : 0.0;
+  if (json) {
+    out << absl::StrFormat(
+        "{\"records\":%d,\"puts_per_s\":%.0f,\"transfers_per_put\":%.3f,"
+        "\"grows\":%d,\"gets_per_s\":%.0f,\"reads_per_get\":%.3f,"
+        "\"deletes_per_s\":%.0f,\"transfers_per_delete\":%.3f,"
+        "\"shrinks\":%d,\"loaded_buckets\":%d,\"loaded_utilization\":%.4f,"
+        "\"loaded_stash_records\":%d,\"final_records\":%d,"
+        "\"final_buckets\":%d,\"final_utilization\":%.4f,"
+        "\"file_bytes\":%d,\"dir\":\"%s\"}\n",
+        records, records / load_s, put_transfers, l.grows, records / read_s,
+        get_reads, half / delete_s, delete_transfers, after.logical.shrinks,
+        loaded.buckets, loaded.utilization, loaded.stash_records, after.records,
+        after.buckets, after.utilization, TableBytes(dir), JsonEscaped(dir));
+    return absl::OkStatus();
+  }
   out << absl::StrFormat(
       "roundtable demo: %d records of 16-byte keys and 100-byte values\n"
       "  load    %9.0f puts/s     %.2f block transfers/put (%d grows)\n"
@@ -442,20 +448,9 @@ absl::Status RunDemo(const std::string& dir, uint64_t records, bool progress,
       "(%.3f%%)\n"
       "  after deleting: %d records in %d buckets, utilization %.3f\n"
       "  files: %.1f MiB in %s\n",
-      records, records / load_s,
-      per(l.put_reads + l.put_writes + l.grow_reads + l.grow_writes +
-              l.stash_copy_writes,
-          records),
-      l.grows, records / read_s,
-      per(read.logical.get_reads - loaded.logical.get_reads, records),
-      half / delete_s,
-      per(after.logical.delete_reads + after.logical.delete_writes +
-              after.logical.shrink_reads + after.logical.shrink_writes +
-              after.logical.stash_copy_writes - read.logical.stash_copy_writes,
-          half),
-      after.logical.shrinks, loaded.buckets, loaded.utilization,
-      loaded.stash_records,
-      loaded.records ? 100.0 * loaded.stash_records / loaded.records : 0.0,
+      records, records / load_s, put_transfers, l.grows, records / read_s,
+      get_reads, half / delete_s, delete_transfers, after.logical.shrinks,
+      loaded.buckets, loaded.utilization, loaded.stash_records, stash_percent,
       after.records, after.buckets, after.utilization,
       TableBytes(dir) / 1048576.0, dir);
   return absl::OkStatus();

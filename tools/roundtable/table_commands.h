@@ -35,9 +35,9 @@ struct LoadOptions {
   bool progress = false;  // a counter on standard error
 };
 // One record per line, of any length: escaped key, a tab, escaped value.
-// Blank lines are skipped. Records are written in batches of options.batch, each atomic; a
-// bad line stops the load with its line number, and the whole batches
-// before it are stored.
+// Blank lines are skipped. Records are written in batches of options.batch,
+// each atomic; a bad line stops the load with its line number, and the whole
+// batches before it are stored.
 absl::Status RunLoad(const std::string& dir, std::istream& in,
                      const LoadOptions& options);
 // Every record as a load line, in no particular order.
@@ -45,8 +45,8 @@ absl::Status RunScan(const std::string& dir, std::ostream& out);
 // Where `key` lives (Table::Locate): hash, bucket, block, block, stash,
 // write buffer or absent, and a value's size and place; with `json` one
 // object. An absent key is not an error (where: absent).
-absl::Status RunLocate(const std::string& dir, std::string_view key,
-                       bool json, std::ostream& out);
+absl::Status RunLocate(const std::string& dir, std::string_view key, bool json,
+                       std::ostream& out);
 absl::Status RunStats(const std::string& dir, bool json, std::ostream& out);
 // Verifies every checksum and placement invariant (Table::Check); prints a
 // one-line verdict, or with `json` one object: {"ok", "error", "records",
@@ -58,7 +58,7 @@ absl::Status RunCheck(const std::string& dir, bool json, std::ostream& out);
 // values) with a progress bar, reads them all back, deletes half, and
 // prints a summary.
 absl::Status RunDemo(const std::string& dir, uint64_t records, bool progress,
-                     std::ostream& out);
+                     bool json, std::ostream& out);
 
 // Stats as one JSON object: the fields of TableStats, with `records` the
 // exact count (Table::Count) and `stored_records` TableStats::records.

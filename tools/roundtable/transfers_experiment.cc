@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/mapping/round_mapping.h"
 #include "io/base/status_macros.h"
+#include "tools/roundtable/progress.h"
 
 namespace roundtable::cli {
 namespace {
@@ -31,14 +32,15 @@ uint64_t WriteTransfers(const LogicalLedger& l) {
 class LayoutRun {
  public:
   LayoutRun(const PaperLayout& layout, const TransfersOptions& options,
-            Progress* progress)
+            ProgressLine* progress)
       : layout_(layout),
         options_(options),
         progress_(progress),
         rng_(RunSeed(options.seed, 1)) {}
 
   absl::StatusOr<std::vector<TransfersPoint>> Run() {
-    RT_ASSIGN_OR_RETURN(table_, OpenPaperTable(layout_, RunSeed(options_.seed, 0)));
+    RT_ASSIGN_OR_RETURN(table_,
+                        OpenPaperTable(layout_, RunSeed(options_.seed, 0)));
     last_ = table_->GetStats();
     std::vector<TransfersPoint> points;
     uint64_t n = 0;
@@ -49,7 +51,7 @@ class LayoutRun {
       const uint64_t before = WriteTransfers(last_.logical);
       const uint64_t inserted = target - n;
       for (; n < target; ++n) RT_RETURN_IF_ERROR(Put(n, &p));
-      if (progress_ != nullptr) progress_->Add(inserted);
+      progress_->Add(inserted);
       p.insert = static_cast<double>(WriteTransfers(last_.logical) - before) /
                  static_cast<double>(inserted);
       p.n = n;
@@ -116,8 +118,7 @@ class LayoutRun {
         return s.ok() ? absl::InternalError("an absent key was found") : s;
       }
       const TableStats before = Next();
-      const uint64_t reads =
-          last_.logical.get_reads - before.logical.get_reads;
+      const uint64_t reads = last_.logical.get_reads - before.logical.get_reads;
       total += reads;
       *max = std::max(*max, reads);
     }
@@ -151,17 +152,18 @@ class LayoutRun {
       NoteStep(z, b.shrinks - a.shrinks == 1 && reads == z + 1 && writes == z,
                &p->shrinks, &p->shrinks_exact, p);
     }
-    p->remove = count == 0 ? 0
-                           : static_cast<double>(WriteTransfers(last_.logical) -
-                                                 before_all) /
-                                 static_cast<double>(count);
+    p->remove =
+        count == 0
+            ? 0
+            : static_cast<double>(WriteTransfers(last_.logical) - before_all) /
+                  static_cast<double>(count);
     for (const uint64_t i : keys) RT_RETURN_IF_ERROR(Put(i, p));
     return absl::OkStatus();
   }
 
   const PaperLayout layout_;
   const TransfersOptions& options_;
-  Progress* const progress_;
+  ProgressLine* const progress_;
   std::mt19937_64 rng_;
   std::unique_ptr<Table> table_;
   TableStats last_;
@@ -194,22 +196,22 @@ absl::StatusOr<std::vector<TransfersPoint>> RunTransfers(
   for (const PaperLayout& l : layouts) total += options.to * l.block_keys;
   std::vector<std::vector<TransfersPoint>> results(layouts.size());
   {
-    std::unique_ptr<Progress> progress;
-    if (options.progress) {
-      progress = std::make_unique<Progress>("experiment transfers", total);
-    }
+    ProgressLine progress("experiment transfers", options.progress, "inserts",
+                          total);
     RT_RETURN_IF_ERROR(RunJobs(layouts.size(), options.threads, [&](size_t j) {
-      if (progress) progress->SetNote(LayoutName(layouts[j]));
-      LayoutRun run(layouts[j], options, progress.get());
+      progress.SetNote(LayoutName(layouts[j]));
+      LayoutRun run(layouts[j], options, &progress);
       RT_ASSIGN_OR_RETURN(results[j], run.Run());
       return absl::OkStatus();
     }));
+    progress.Finish();
   }
   std::vector<TransfersPoint> points;
   for (const auto& r : results) points.insert(points.end(), r.begin(), r.end());
 
   for (size_t j = 0; j < layouts.size(); ++j) {
-    out << "\n" << LayoutName(layouts[j]) << ": logical block transfers per "
+    out << "\n"
+        << LayoutName(layouts[j]) << ": logical block transfers per "
         << "operation (seed " << options.seed << ", " << options.samples
         << " lookups of each kind and up to as many deletes per row)\n\n"
         << "| n / B | m | stash / n | insert (model) | hit (max) | miss (max) "
