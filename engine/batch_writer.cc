@@ -22,6 +22,15 @@ absl::Status BatchWriter::Put(std::string_view key, std::string_view value) {
   return WriteBatchOut();
 }
 
+absl::Status BatchWriter::Delete(std::string_view key) {
+  batch_.Delete(key);
+  batch_bytes_ += key.size();
+  if (batch_.Count() < kBatchRecords && batch_bytes_ < kBatchBytes) {
+    return absl::OkStatus();
+  }
+  return WriteBatchOut();
+}
+
 absl::Status BatchWriter::Finish() { return WriteBatchOut(); }
 
 absl::Status BatchWriter::WriteBatchOut() {

@@ -27,12 +27,15 @@ class BatchWriter {
   BatchWriter(Table* into, RebuildProgress progress,
               std::string_view kill_point = {});
 
-  // Adds a record; writes the batch once it is full.
+  // Adds a record, or a delete, in order; writes the batch once it is
+  // full.
   absl::Status Put(std::string_view key, std::string_view value);
+  absl::Status Delete(std::string_view key);
   // Writes what is left.
   absl::Status Finish();
 
-  uint64_t records() const { return records_; }
+  uint64_t records() const { return records_; }  // puts
+
   uint64_t bytes() const { return bytes_; }
 
  private:

@@ -1,6 +1,6 @@
-// Table's operator calls (roundtable/table.h): Backup, Locate, Count and
-// SalvageTable, which read or copy a table whole or look inside it,
-// beside the reads and writes of table.cc.
+// Table's operator calls (roundtable/table.h): Backup, Locate and Count,
+// which copy a table whole or look inside it, beside the reads and writes
+// of table.cc (SalvageTable is in table_salvage.cc).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/batch_writer.h"
 #include "engine/internal/kill_points.h"
 #include "engine/internal/table_impl.h"
 #include "io/base/status_macros.h"
@@ -75,48 +74,6 @@ absl::Status Table::Impl::Backup(const std::string& dir) {
   return status;
 }
 
-absl::StatusOr<SalvageReport> Table::Impl::Salvage(
-    Table& into, const RebuildProgress& progress) {
-  SalvageReport report;
-  uint64_t stored_before = 0;
-  {
-    ReaderMutexLock lock(&mu_);
-    RT_RETURN_IF_ERROR(CheckOpen());
-    stored_before = table_.record_count();
-  }
-  std::vector<Record> records;
-  uint64_t stored_read = 0;  // records read from blocks and the stash
-  BatchWriter copy(&into, progress);
-  std::string value;
-  for (uint64_t b = 0;; ++b) {
-    bool past_end = false, damaged = false;
-    size_t stored = 0;
-    RT_RETURN_IF_ERROR(
-        BucketRecords(b, &records, &past_end, &damaged, &stored));
-    if (past_end) break;
-    if (damaged) ++report.damaged_blocks;
-    for (size_t i = 0; i < records.size(); ++i) {
-      if (i < stored) ++stored_read;
-      std::string_view v = records[i].value();
-      if (internal::IsReference(v)) {
-        const absl::Status s =
-            values_.Read(internal::DecodeReference(v), b, &value);
-        if (!s.ok()) {
-          if (!absl::IsDataLoss(s)) return s;
-          ++report.lost_values;
-          continue;
-        }
-        v = value;
-      }
-      RT_RETURN_IF_ERROR(copy.Put(records[i].key(), v));
-    }
-  }
-  RT_RETURN_IF_ERROR(copy.Finish());
-  report.saved = copy.records();
-  report.lost = stored_before - std::min(stored_before, stored_read);
-  return report;
-}
-
 absl::StatusOr<KeyLocation> Table::Impl::Locate(std::string_view key) {
   ReaderMutexLock lock(&mu_);
   RT_RETURN_IF_ERROR(CheckOpen());
@@ -175,23 +132,6 @@ absl::StatusOr<uint64_t> Table::Impl::Count() {
   return count;
 }
 
-absl::StatusOr<SalvageReport> SalvageTable(const std::string& damaged,
-                                           const std::string& path,
-                                           const RebuildProgress& progress) {
-  Options o;  // the stored layout, read-only: nothing of it is written
-  o.read_only = true;
-  o.create_if_missing = false;
-  o.block_cache_bytes = 0;
-  RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> from, Table::Open(o, damaged));
-  RT_ASSIGN_OR_RETURN(Options layout, Table::ReadLayout(damaged));
-  layout.error_if_exists = true;
-  RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> into, Table::Open(layout, path));
-  RT_ASSIGN_OR_RETURN(const SalvageReport report,
-                      from->impl_->Salvage(*into, progress));
-  RT_RETURN_IF_ERROR(into->Close());
-  RT_RETURN_IF_ERROR(from->Close());
-  return report;
-}
 absl::StatusOr<uint64_t> Table::Count() { return impl_->Count(); }
 absl::Status Table::Backup(const std::string& dir) {
   return impl_->Backup(dir);

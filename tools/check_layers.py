@@ -6,7 +6,8 @@ A unit is a header with its source (engine/internal/bucket_table.{h,cc});
 a class split over files for their length is one unit: Table::Impl's files
 (roundtable/table.h, engine/table.cc, engine/table_recovery.cc,
 engine/table_check.cc, engine/table_operations.cc,
-engine/internal/table_impl.h) are the table, at the
+engine/table_salvage.cc, engine/batch_writer.{h,cc} which its
+copies share, engine/internal/table_impl.h) are the table, at the
 top, and the
 placement library's ring schemes (engine/mapping/ring_placement.{h,cc})
 belong to engine/mapping/placement, whose factory makes them. Besides no cycle among units, the folders keep their
@@ -41,6 +42,8 @@ GROUPS = {
     "engine/table_recovery": TABLE,
     "engine/table_check": TABLE,
     "engine/table_operations": TABLE,
+    "engine/table_salvage": TABLE,
+    "engine/batch_writer": TABLE,
     "engine/mapping/ring_placement": "engine/mapping/placement",
 }
 

@@ -1,6 +1,7 @@
 #include "engine/internal/stash_log.h"
 
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "engine/internal/block_format.h"
@@ -30,54 +31,88 @@ StashLog::StashLog(io::BlockDevice* device, uint64_t epoch, uint64_t blocks)
 
 absl::StatusOr<absl::flat_hash_map<std::string, std::string>> StashLog::Load(
     io::BlockDevice& device, uint64_t epoch, uint64_t blocks,
-    std::string_view what) {
+    std::string_view what, uint64_t* damaged) {
   absl::flat_hash_map<std::string, std::string> live;
   const uint32_t bs = device.block_size();
   if (blocks > device.num_blocks()) {
-    return absl::DataLossError(absl::StrCat(std::string(what), ": ", device.num_blocks(),
-                                            " blocks on disk, ", blocks,
-                                            " expected"));
+    if (damaged == nullptr) {
+      return absl::DataLossError(
+          absl::StrCat(std::string(what), ": ", device.num_blocks(),
+                       " blocks on disk, ", blocks, " expected"));
+    }
+    *damaged += blocks - device.num_blocks();
+    blocks = device.num_blocks();
   }
   io::AlignedBuffer buffer(bs);
   for (uint64_t b = 0; b < blocks; ++b) {
-    RT_RETURN_IF_ERROR(device.Read(b, buffer.span()));
-    const char* p = reinterpret_cast<const char*>(buffer.data());
-    auto corrupt = [&](std::string_view why) {
-      return absl::DataLossError(
-          absl::StrCat(std::string(what), " block ", b, " is corrupt: ", std::string(why)));
-    };
-    if (GetFixed32(p + kMagicAt) != kStashLogMagic) return corrupt("bad magic");
-    if (GetFixed64(p + kChecksumAt) != BlockChecksum(p, bs)) {
-      return corrupt("checksum mismatch");
-    }
-    if (GetFixed64(p + kEpochAt) != epoch) return corrupt("older generation");
-    const uint32_t count = GetFixed32(p + kCountAt);
-    const uint32_t used = GetFixed32(p + kUsedAt);
-    if (used > bs - kBlockHeaderBytes) return corrupt("entry bytes");
-    const char* q = p + kBlockHeaderBytes;
-    const char* end = q + used;
-    for (uint32_t i = 0; i < count; ++i) {
-      if (q >= end) return corrupt("entry framing");
-      const char op = *q++;
-      const auto klen = GetVarint(&q, end);
-      const auto vlen = GetVarint(&q, end);
-      const uint64_t left = static_cast<uint64_t>(end - q);
-      if (!klen || !vlen || *klen > left || *vlen > left - *klen) {
-        return corrupt("entry framing");
-      }
-      std::string key(q, *klen);
-      q += *klen;
-      if (op == kPut) {
-        live[std::move(key)] = std::string(q, *vlen);
-      } else if (op == kRemove) {
-        live.erase(key);
-      } else {
-        return corrupt("unknown entry kind");
-      }
-      q += *vlen;
-    }
+    absl::Status status = device.Read(b, buffer.span());
+    if (status.ok()) status = ApplyBlock(buffer, b, epoch, what, &live);
+    if (status.ok()) continue;
+    if (damaged == nullptr) return status;
+    ++*damaged;
   }
   return live;
+}
+
+absl::StatusOr<std::pair<uint64_t, uint64_t>> StashLog::Generation(
+    io::BlockDevice& device) {
+  io::AlignedBuffer buffer(device.block_size());
+  std::optional<uint64_t> epoch;
+  uint64_t blocks = 0;
+  for (uint64_t b = 0; b < device.num_blocks(); ++b) {
+    if (!device.Read(b, buffer.span()).ok()) continue;
+    const char* p = reinterpret_cast<const char*>(buffer.data());
+    if (GetFixed32(p + kMagicAt) != kStashLogMagic ||
+        GetFixed64(p + kChecksumAt) != BlockChecksum(p, buffer.size())) {
+      continue;
+    }
+    if (!epoch) epoch = GetFixed64(p + kEpochAt);
+    if (GetFixed64(p + kEpochAt) == *epoch) blocks = b + 1;
+  }
+  return std::make_pair(epoch.value_or(0), blocks);
+}
+
+absl::Status StashLog::ApplyBlock(
+    const io::AlignedBuffer& buffer, uint64_t b, uint64_t epoch,
+    std::string_view what,
+    absl::flat_hash_map<std::string, std::string>* live) {
+  const char* p = reinterpret_cast<const char*>(buffer.data());
+  const size_t bs = buffer.size();
+  auto corrupt = [&](std::string_view why) {
+    return absl::DataLossError(absl::StrCat(std::string(what), " block ", b,
+                                            " is corrupt: ", std::string(why)));
+  };
+  if (GetFixed32(p + kMagicAt) != kStashLogMagic) return corrupt("bad magic");
+  if (GetFixed64(p + kChecksumAt) != BlockChecksum(p, bs)) {
+    return corrupt("checksum mismatch");
+  }
+  if (GetFixed64(p + kEpochAt) != epoch) return corrupt("older generation");
+  const uint32_t count = GetFixed32(p + kCountAt);
+  const uint32_t used = GetFixed32(p + kUsedAt);
+  if (used > bs - kBlockHeaderBytes) return corrupt("entry bytes");
+  const char* q = p + kBlockHeaderBytes;
+  const char* end = q + used;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (q >= end) return corrupt("entry framing");
+    const char op = *q++;
+    const auto klen = GetVarint(&q, end);
+    const auto vlen = GetVarint(&q, end);
+    const uint64_t left = static_cast<uint64_t>(end - q);
+    if (!klen || !vlen || *klen > left || *vlen > left - *klen) {
+      return corrupt("entry framing");
+    }
+    std::string key(q, *klen);
+    q += *klen;
+    if (op == kPut) {
+      (*live)[std::move(key)] = std::string(q, *vlen);
+    } else if (op == kRemove) {
+      live->erase(key);
+    } else {
+      return corrupt("unknown entry kind");
+    }
+    q += *vlen;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status StashLog::ResumeTail() {
@@ -92,9 +127,9 @@ absl::Status StashLog::ResumeTail() {
     const uint32_t used = tail_used_;
     std::memset(tail_.data(), 0, tail_.size());
     tail_used_ = tail_count_ = 0;
-    return absl::DataLossError(
-        absl::StrCat("copy's tail block ", blocks_ - 1, " holds ", used,
-                     " bytes of entries"));
+    return absl::DataLossError(absl::StrCat("copy's tail block ", blocks_ - 1,
+                                            " holds ", used,
+                                            " bytes of entries"));
   }
   std::memset(p + kBlockHeaderBytes + tail_used_, 0,
               tail_.size() - kBlockHeaderBytes - tail_used_);

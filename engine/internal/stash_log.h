@@ -34,9 +34,17 @@ class StashLog {
   // `epoch`. DataLoss naming `what` (the stash copy, the write buffer's
   // copy) and the block when one fails its checksum or belongs to another
   // generation.
+  // With `damaged` (a salvage), such a block, or one that cannot be read,
+  // is counted there and passed over instead: its changes are lost.
   static absl::StatusOr<absl::flat_hash_map<std::string, std::string>> Load(
       io::BlockDevice& device, uint64_t epoch, uint64_t blocks,
-      std::string_view what = "stash copy");
+      std::string_view what = "stash copy", uint64_t* damaged = nullptr);
+
+  // For a salvage without a superblock: the generation of the first block
+  // that passes its checksum, and the blocks up to the last one of that
+  // generation ({0, 0} when none passes).
+  static absl::StatusOr<std::pair<uint64_t, uint64_t>> Generation(
+      io::BlockDevice& device);
 
   // Reads the tail block (blocks - 1) back into memory, so that appends
   // after an open add to its entries instead of replacing them. Call once,
@@ -63,6 +71,12 @@ class StashLog {
   uint64_t block_writes() const { return block_writes_; }
 
  private:
+  // Applies block `b`'s entries to *live, after checking its header:
+  // DataLoss naming `what` and the block when it does not hold up.
+  static absl::Status ApplyBlock(
+      const io::AlignedBuffer& buffer, uint64_t b, uint64_t epoch,
+      std::string_view what,
+      absl::flat_hash_map<std::string, std::string>* live);
   absl::Status Append(char op, std::string_view key, std::string_view value);
   // Adds an entry to the tail, starting a new tail block when it does not
   // fit (writing the full one first when `write_full_tail`).

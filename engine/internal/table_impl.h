@@ -20,8 +20,8 @@
 // contract (roundtable/table.h).
 //
 // Its methods live in table.cc (reads, writes, checkpoints, Close),
-// table_recovery.cc (opening a table), table_check.cc and
-// table_operations.cc (Backup, Salvage, Locate, Count).
+// table_recovery.cc (opening a table), table_check.cc,
+// table_operations.cc (Backup, Locate, Count) and table_salvage.cc.
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_TABLE_IMPL_H_
 #define ROUNDTABLE_ENGINE_INTERNAL_TABLE_IMPL_H_
 

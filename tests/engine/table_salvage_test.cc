@@ -2,13 +2,23 @@
 // record that can be read is saved (those of intact blocks, the stash, the
 // log), the lost ones are exactly the records of the damaged blocks (and
 // the one whose value is damaged), and the damaged table is not written.
+// From a table that cannot be opened (no valid superblock, a damaged
+// stash-copy block) left by a writer that died after a checkpoint, its
+// files read one by one give every record that held up, the log's writes
+// last.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -122,6 +132,217 @@ TEST(TableSalvageTest, SavesEveryReadableRecordAndCountsTheLost) {
     fs::remove_all(dir);
     fs::remove_all(saved);
   }
+}
+
+// Runs fn in a forked child that ends without closing anything (as a
+// writer that dies does); whether it got to the end.
+bool InChild(const std::function<bool()>& fn) {
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) _exit(fn() ? 0 : 1);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// The files of a table whose writer died: `records` puts (one value out
+// of line) and a Close, then in another writer that dies without closing,
+// overwrites of every tenth key with values of the same size, deletes of
+// every 25th and new keys, left in the log. `model` is what an open finds,
+// `recent` the keys the log names, `logged` its writes, `history` every
+// value each key held, `where` each record's place as of the checkpoint.
+struct Crashed {
+  std::map<std::string, std::string> model;
+  std::set<std::string> recent;
+  size_t logged = 0;
+  std::map<std::string, std::set<std::string>> history;
+  std::map<std::string, KeyLocation::Where> where;
+};
+
+Crashed CrashAfterACheckpoint(const std::string& dir, const Options& o,
+                              int records) {
+  Crashed c;
+  auto value_of = [&](int i, char fill) {
+    if (i == 7) return std::string(*o.block_size * 2, fill);  // out of line
+    return std::string(8 + i % 40, fill);
+  };
+  using Op = std::pair<std::string, std::optional<std::string>>;
+  std::vector<Op> first, then;
+  for (int i = 0; i < records; ++i) {
+    first.emplace_back(absl::StrCat("key", i), value_of(i, 'a' + i % 26));
+  }
+  for (int i = 0; i < records; i += 10) {
+    then.emplace_back(absl::StrCat("key", i), value_of(i, 'Z'));
+  }
+  for (int i = 5; i < records; i += 25) {
+    then.emplace_back(absl::StrCat("key", i), std::nullopt);
+  }
+  for (int i = records; i < records + 40; ++i) {
+    then.emplace_back(absl::StrCat("key", i), value_of(i, 'n'));
+  }
+  auto apply = [&](const std::vector<Op>& ops, bool close) {
+    auto table = Table::Open(o, dir);
+    if (!table.ok()) return false;
+    for (const auto& [key, value] : ops) {
+      const absl::Status s =
+          value ? (*table)->Put(key, *value) : (*table)->Delete(key);
+      if (!s.ok()) return false;
+    }
+    if (close) return (*table)->Close().ok();
+    _exit(0);  // no Close: the writes are in the log alone
+  };
+  for (const auto* ops : {&first, &then}) {
+    for (const auto& [key, value] : *ops) {
+      if (value) {
+        c.model[key] = *value;
+        c.history[key].insert(*value);
+      } else {
+        c.model.erase(key);
+      }
+      if (ops == &then) c.recent.insert(key);
+    }
+  }
+  c.logged = then.size();
+  EXPECT_TRUE(InChild([&] { return apply(first, /*close=*/true); }));
+  {
+    Options r;
+    r.read_only = true;
+    auto table = *Table::Open(r, dir);
+    for (const auto& [key, value] : first) {
+      c.where[key] = table->Locate(key)->where;
+    }
+  }
+  EXPECT_TRUE(InChild([&] { return apply(then, /*close=*/false); }));
+  return c;
+}
+
+std::map<std::string, std::string> Records(const std::string& dir) {
+  std::map<std::string, std::string> found;
+  Options o;
+  o.read_only = true;
+  o.create_if_missing = false;
+  auto table = Table::Open(o, dir);
+  EXPECT_TRUE(table.ok()) << table.status();
+  if (!table.ok()) return found;
+  EXPECT_TRUE((*table)->Check().ok()) << (*table)->Check();
+  for (auto it = (*table)->NewIterator(); it->Valid(); it->Next()) {
+    found[std::string(it->key())] = std::string(it->value());
+  }
+  return found;
+}
+
+std::map<std::string, std::string> Snapshot(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    files[entry.path().filename()] = Bytes(entry.path());
+  }
+  return files;
+}
+
+TEST(TableSalvageTest, WithNoValidSuperblockTheFilesGiveEveryRecord) {
+  // The journal keeps the last checkpoint's superblock: with it, the
+  // layout is the table's; damaged too, the block size is found from the
+  // blocks and the rest is the default.
+  for (const bool journal_damaged : {false, true}) {
+    for (const uint32_t block_size : {512u, 4096u}) {
+      SCOPED_TRACE(absl::StrCat(block_size, journal_damaged ? " journal" : ""));
+      const std::string dir =
+          testing::TempDir() + "/salvage_nosb_" + std::to_string(getpid());
+      const std::string saved = dir + ".saved";
+      fs::remove_all(dir);
+      fs::remove_all(saved);
+      Options o;
+      o.block_size = block_size;
+      o.s0 = 3;
+      o.epsilon = 0.2;
+      const Crashed c = CrashAfterACheckpoint(dir, o, 1500);
+      ASSERT_EQ(Records(dir), c.model);  // what recovery finds: the premise
+      // Both superblocks damaged: the table no longer opens.
+      Damage(dir + "/blocks", 100);
+      Damage(dir + "/blocks", block_size + 100);
+      if (journal_damaged) Damage(dir + "/journal", 40);
+      EXPECT_EQ(Table::Open(Options(), dir).status().code(),
+                absl::StatusCode::kDataLoss);
+      const auto before = Snapshot(dir);
+      auto report = SalvageTable(dir, saved);
+      ASSERT_TRUE(report.ok()) << report.status();
+      EXPECT_FALSE(report->opened);
+      EXPECT_EQ(report->layout_known, !journal_damaged);
+      EXPECT_EQ(report->damaged_blocks, 0u);
+      EXPECT_EQ(report->damaged_copy_blocks, 0u);
+      EXPECT_EQ(report->lost_values, 0u);
+      EXPECT_EQ(report->lost, 0u);
+      EXPECT_EQ(report->log_records, c.logged);
+      EXPECT_EQ(report->saved, c.model.size());
+      EXPECT_EQ(Snapshot(dir), before);  // not written
+      EXPECT_EQ(Records(saved), c.model);
+      const Options layout = *Table::ReadLayout(saved);
+      EXPECT_EQ(layout.block_size, block_size);
+      EXPECT_EQ(layout.s0, journal_damaged ? Options::kDefaultS0 : 3u);
+      fs::remove_all(dir);
+      fs::remove_all(saved);
+    }
+  }
+}
+
+TEST(TableSalvageTest, ADamagedStashCopyBlockLosesOnlyWhatItHeld) {
+  const std::string dir =
+      testing::TempDir() + "/salvage_stash_" + std::to_string(getpid());
+  const std::string saved = dir + ".saved";
+  fs::remove_all(dir);
+  fs::remove_all(saved);
+  Options o;
+  o.block_size = 512;
+  o.s0 = 2;
+  o.epsilon = 0.05;  // full blocks: a large stash
+  const Crashed c = CrashAfterACheckpoint(dir, o, 3000);
+  ASSERT_EQ(Records(dir), c.model);
+  size_t stashed = 0;
+  for (const auto& [key, where] : c.where) {
+    stashed += where == KeyLocation::Where::kStash;
+  }
+  ASSERT_GT(stashed, 100u);
+  Damage(dir + "/stash", 40);  // the stash copy's first block
+  EXPECT_EQ(Table::Open(Options(), dir).status().code(),
+            absl::StatusCode::kDataLoss);
+  const auto before = Snapshot(dir);
+  auto report = SalvageTable(dir, saved);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_FALSE(report->opened);
+  EXPECT_TRUE(report->layout_known);
+  EXPECT_EQ(report->damaged_blocks, 0u);
+  EXPECT_EQ(report->damaged_copy_blocks, 1u);
+  EXPECT_EQ(report->log_records, c.logged);
+  EXPECT_EQ(Snapshot(dir), before);
+  const std::map<std::string, std::string> found = Records(saved);
+  EXPECT_EQ(found.size(), report->saved);
+  // Lost: records of the stash as of the checkpoint, some of which the
+  // log wrote again.
+  size_t missing = 0, stashed_and_logged = 0;
+  for (const auto& [key, where] : c.where) {
+    const bool in_stash = where == KeyLocation::Where::kStash;
+    stashed_and_logged += in_stash && c.recent.count(key);
+    if (!c.model.count(key) || c.recent.count(key)) continue;
+    if (in_stash && !found.count(key)) {
+      ++missing;
+      continue;
+    }
+    EXPECT_EQ(found.count(key) ? found.at(key) : "(missing)", c.model.at(key))
+        << key;
+  }
+  for (const std::string& key : c.recent) {  // the log's: exactly
+    EXPECT_EQ(found.count(key), c.model.count(key)) << key;
+    if (c.model.count(key)) EXPECT_EQ(found.at(key), c.model.at(key)) << key;
+  }
+  for (const auto& [key, value] : found) {
+    ASSERT_TRUE(c.history.count(key)) << key;
+    EXPECT_TRUE(c.history.at(key).count(value)) << key << " = " << value;
+  }
+  EXPECT_GT(missing, 0u);
+  EXPECT_GE(report->lost, missing);
+  EXPECT_LE(report->lost, missing + stashed_and_logged);
+  fs::remove_all(dir);
+  fs::remove_all(saved);
 }
 
 }  // namespace

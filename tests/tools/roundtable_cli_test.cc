@@ -956,6 +956,57 @@ TEST(RoundtableCliTest, SalvageSavesWhatCanBeRead) {
   std::system(("rm -rf " + dir + " " + saved).c_str());
 }
 
+// salvage of a table that cannot be opened (both superblocks and the
+// journal's copy damaged) reads its files one by one and says so; one with
+// no whole block at all is DataLoss (exit status 3).
+TEST(RoundtableCliTest, SalvageReadsTheFilesOfATableThatCannotBeOpened) {
+  const std::string dir = TableDir(), saved = TableDir();
+  ASSERT_EQ(RunTool("create " + dir + " --block_size=1024 --s0=4").exit_code,
+            0);
+  std::string tsv;
+  for (int i = 0; i < 2000; ++i) tsv += "k" + std::to_string(i) + "\tv\n";
+  ASSERT_EQ(RunTool("load " + dir, tsv).exit_code, 0);
+  const std::vector<std::string> records = SortedScan(dir);
+  auto damage = [](const std::string& path, std::vector<long> offsets) {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    for (const long offset : offsets) {
+      f.seekp(offset);
+      f.write("DAMAGE", 6);
+    }
+  };
+  damage(dir + "/blocks", {100, 1024 + 100});
+  damage(dir + "/journal", {40});
+  EXPECT_EQ(RunTool("stats " + dir).exit_code, 3);
+  Outcome o = RunTool("salvage " + dir + " " + saved);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("2000 records saved in " + saved +
+                       "; 0 damaged "
+                       "blocks, an unknown number of records lost"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("the table could not be opened"), std::string::npos);
+  EXPECT_NE(o.out.find("no superblock was valid"), std::string::npos);
+  EXPECT_EQ(SortedScan(saved), records);
+  std::system(("rm -rf " + saved).c_str());
+  o = RunTool("salvage " + dir + " " + saved + " --json");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("\"opened\":false,\"layout_known\":false,"),
+            std::string::npos)
+      << o.out;
+  EXPECT_EQ(JsonNumber(o.out, "saved"), 2000u) << o.out;
+  std::system(("rm -rf " + saved).c_str());
+  // Every block damaged: nothing tells the block size.
+  std::vector<long> everywhere;
+  for (long at = 0; at < 64 * 1024; at += 512) everywhere.push_back(at + 40);
+  damage(dir + "/blocks", everywhere);
+  o = RunTool("salvage " + dir + " " + saved);
+  EXPECT_EQ(o.exit_code, 3) << o.err;
+  EXPECT_NE(o.err.find("no block size at which bucket 0's block is whole"),
+            std::string::npos)
+      << o.err;
+  std::system(("rm -rf " + dir + " " + saved).c_str());
+}
+
 // A damaged, cut or extended dump is refused (exit status 3) naming what is
 // wrong, and leaves no table; a restore onto a table is refused.
 TEST(RoundtableCliTest, RestoreRefusesADamagedDumpAndLeavesNoTable) {

@@ -84,7 +84,8 @@ const std::vector<CommandSpec>& Commands() {
        "DIR NEWDIR",
        "copy every record of a damaged table that can be read (blocks that "
        "pass their checksums, the stash, the write buffer, the log) into a "
-       "new table, and report what was lost; never writes to DIR",
+       "new table, and report what was lost; a table that cannot be opened "
+       "has its files read one by one; never writes to DIR",
        {"json"},
        "roundtable salvage /tmp/users /tmp/users.saved"},
       {"rebuild",

@@ -119,12 +119,28 @@ absl::Status RunSalvage(const std::string& dir, const std::string& copy,
     out << "{\"saved\":" << report.saved
         << ",\"damaged_blocks\":" << report.damaged_blocks
         << ",\"lost\":" << report.lost
-        << ",\"lost_values\":" << report.lost_values << "}\n";
-  } else {
-    out << report.saved << " records saved in " << copy << "; "
-        << report.damaged_blocks << " damaged blocks, " << report.lost
-        << " records lost with them, " << report.lost_values
-        << " damaged values\n";
+        << ",\"lost_values\":" << report.lost_values
+        << ",\"opened\":" << (report.opened ? "true" : "false")
+        << ",\"layout_known\":" << (report.layout_known ? "true" : "false")
+        << ",\"damaged_copy_blocks\":" << report.damaged_copy_blocks
+        << ",\"log_records\":" << report.log_records << "}\n";
+    return absl::OkStatus();
+  }
+  out << report.saved << " records saved in " << copy << "; "
+      << report.damaged_blocks << " damaged blocks, "
+      << (report.layout_known ? absl::StrCat(report.lost)
+                              : "an unknown number of")
+      << " records lost with them, " << report.lost_values
+      << " damaged values\n";
+  if (!report.opened) {
+    out << "the table could not be opened: its files were read one by one ("
+        << report.damaged_copy_blocks
+        << " damaged blocks of the stash and write buffer copies, "
+        << report.log_records << " log records read)\n";
+  }
+  if (!report.layout_known) {
+    out << "no superblock was valid: the block size was found from the "
+           "blocks; s0, epsilon and the hash seed are the defaults\n";
   }
   return absl::OkStatus();
 }

@@ -171,7 +171,10 @@ absl::StatusOr<bool> DumpReader::Next(std::string* key, std::string* value) {
     return s;
   }
   if (absl::Status s = Read(sum, 8, "a record"); !s.ok()) return s;
+  // A state on the stack must be initialized: a reset with a seed keeps
+  // the secret it finds when the state's stale seed is that seed.
   XXH3_state_t state;
+  XXH3_INITSTATE(&state);
   XXH3_64bits_reset_withSeed(&state, records_);
   XXH3_64bits_update(&state, frame.data(), frame.size());
   XXH3_64bits_update(&state, key->data(), key->size());

@@ -90,21 +90,35 @@ class ROUNDTABLE_EXPORT Iterator {
 // Called as Check reads the blocks: buckets checked so far, of m.
 using CheckProgress = std::function<void(uint64_t buckets, uint64_t of)>;
 
-// Called as a rebuild or salvage copies: the records and their key and value bytes so
-// far.
-using RebuildProgress =
-    std::function<void(uint64_t records, uint64_t bytes)>;
+// Called as a rebuild or salvage copies: the records and their key and value
+// bytes so far.
+using RebuildProgress = std::function<void(uint64_t records, uint64_t bytes)>;
 
 // What SalvageTable saved and lost.
 struct SalvageReport {
-  uint64_t saved = 0;           // records written to the new table
+  uint64_t saved = 0;           // records in the new table
   uint64_t damaged_blocks = 0;  // bucket blocks that failed their checksums
   // Records of the damaged blocks: the table's count of records in blocks
   // and the stash, less those read from them (a buffered put of one of
-  // their keys is saved, and the record it replaced counted here).
+  // their keys is saved, and the record it replaced counted here). 0 when
+  // no superblock held the count (layout_known false).
   uint64_t lost = 0;
   // Records read whose out-of-line value failed its checksum: lost too.
   uint64_t lost_values = 0;
+  // Whether the table opened (read-only). If not, its files were read one
+  // by one, and the figures below say what of them held up.
+  bool opened = true;
+  // False when neither superblock was valid: the block size was found
+  // from the blocks, the other layout fields (s0, epsilon, hash seed) of
+  // the new table are the defaults, and the bucket count is the block
+  // file's.
+  bool layout_known = true;
+  // Blocks of the stash copy and of the write buffer's copy that failed
+  // their checksums: the changes they held are lost.
+  uint64_t damaged_copy_blocks = 0;
+  // Log records read (when not opened: each file up to its first damaged
+  // record).
+  uint64_t log_records = 0;
 };
 
 class ROUNDTABLE_EXPORT Table {
@@ -170,8 +184,8 @@ class ROUNDTABLE_EXPORT Table {
 
   // Applies the batch's puts and deletes in order. Every record is checked
   // first: one Put would refuse refuses the batch with InvalidArgument and
-  // nothing is written. The batch is one log record: after a crash it is wholly there
-  // or wholly absent.
+  // nothing is written. The batch is one log record: after a crash it is wholly
+  // there or wholly absent.
   absl::Status Write(const WriteBatch& batch, const WriteOptions& options = {});
 
   // The values of `keys`, in order (NotFound for absent ones). The blocks
@@ -308,9 +322,14 @@ ROUNDTABLE_EXPORT absl::Status RebuildTable(
 // block that passes its checksum, every stash record, every put waiting
 // in the write buffer and every write of the log (the table is opened
 // read-only, with the log replayed in memory: nothing of it is written).
-// A record whose out-of-line value fails its checksum is lost and counted.
-// DataLoss when the table cannot be opened at all (both superblocks, the
-// stash copy or the log damaged); AlreadyExists when `path` holds a table.
+// When it cannot be opened (both superblocks, the stash copy, the write
+// buffer's copy or the log damaged: DataLoss), its files are read one by
+// one: each block that passes its checksum, the blocks of the two copies
+// that do, each log file up to its first damaged record, applied oldest
+// first so that the newest copy of a key wins (SalvageReport says what
+// held up). A record whose out-of-line value fails its checksum is lost
+// and counted. AlreadyExists when `path` holds a table; DataLoss when no
+// block of `damaged` is whole enough to give its block size.
 ROUNDTABLE_EXPORT absl::StatusOr<SalvageReport> SalvageTable(
     const std::string& damaged, const std::string& path,
     const RebuildProgress& progress = nullptr);
