@@ -262,6 +262,9 @@ int rt_checkpoint(rt_table* t, char** errmsg) {
 int rt_check(rt_table* t, char** errmsg) {
   return Report(t->table->Check(), errmsg);
 }
+int rt_backup(rt_table* t, const char* dir, char** errmsg) {
+  return Report(t->table->Backup(dir), errmsg);
+}
 int rt_count(rt_table* t, uint64_t* count, char** errmsg) {
   absl::StatusOr<uint64_t> n = t->table->Count();
   if (!n.ok()) return Report(n.status(), errmsg);

@@ -557,6 +557,15 @@ PYBIND11_MODULE(_roundtable, m) {
            })
       .def("check",
            [](PyTable& t) { t.Released([](Table& x) { return x.Check(); }); })
+      .def(
+          "backup",
+          [](PyTable& t, const std::string& path) {
+            t.Released([&](Table& x) { return x.Backup(path); });
+          },
+          py::arg("path"),
+          "Writes a consistent copy of the table, as of this call, to the "
+          "directory path, which opens as a table of its own; reads and "
+          "writes from other threads go on meanwhile.")
       .def("close", &PyTable::Close)
       .def("stats", [](PyTable& t) { return StatsDict(t.table().GetStats()); })
       .def_property_readonly("closed", &PyTable::closed)

@@ -178,6 +178,27 @@ static void test_reads_and_writes(void) {
   CHECK(rt_check(t, &err) == RT_OK);
   CHECK(err == NULL);
 
+  /* A backup opens as a table of its own with the same records; a second
+     one into it is refused. */
+  char copy[340];
+  snprintf(copy, sizeof copy, "%s.backup", path);
+  CHECK(rt_backup(t, copy, &err) == RT_OK);
+  EXPECT_CODE(rt_backup(t, copy, &err), RT_ALREADY_EXISTS);
+  rt_free(err);
+  err = NULL;
+  {
+    rt_options* co = rt_options_create();
+    rt_table* c = NULL;
+    CHECK(rt_open(co, copy, &c, &err) == RT_OK);
+    uint64_t copied = 0;
+    CHECK(rt_count(c, &copied, &err) == RT_OK && copied == 3);
+    CHECK(rt_check(c, &err) == RT_OK);
+    CHECK(rt_close(c, &err) == RT_OK);
+    rt_table_destroy(c);
+    rt_options_destroy(co);
+    CHECK(rt_destroy(copy, &err) == RT_OK);
+  }
+
   /* A second handle on an open table: the lock refuses it. */
   rt_table* second = NULL;
   rt_options* o = rt_options_create();

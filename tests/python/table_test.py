@@ -172,6 +172,24 @@ class TableTest(unittest.TestCase):
         self.assertTrue(t.closed)
         self.assertIn("closed", repr(t))
 
+    def test_backup_is_a_table_of_its_own(self):
+        copy = os.path.join(self.dir, "copy")
+        with roundtable.Table(self.path, block_size=1024) as t:
+            for i in range(500):
+                t["k%d" % i] = b"v" * (i % 7)
+            t["big"] = b"B" * 5000  # out of line
+            t.backup(copy)
+            t["after"] = b"x"  # not in the copy
+            with self.assertRaises(roundtable.AlreadyExistsError):
+                t.backup(copy)
+        with roundtable.Table(copy) as c, \
+                roundtable.Table(self.path) as t:
+            expected = dict(t.items())
+            del expected[b"after"]
+            self.assertEqual(dict(c.items()), expected)
+            self.assertEqual(c.stats()["block_size"], 1024)
+            c.check()
+
     def test_layout_is_stored(self):
         roundtable.Table(self.path, block_size=2048, s0=8, epsilon=0.2).close()
         with roundtable.Table(self.path) as t:

@@ -166,6 +166,11 @@ ROUNDTABLE_EXPORT int rt_flush(rt_table* table, char** errmsg);
 ROUNDTABLE_EXPORT int rt_checkpoint(rt_table* table, char** errmsg);
 /* Reads every block and verifies the table (RT_DATA_LOSS naming a fault). */
 ROUNDTABLE_EXPORT int rt_check(rt_table* table, char** errmsg);
+/* A consistent copy of the table, as of this call, in the directory `dir`
+   (Table::Backup): it opens as a table of its own; other threads' reads
+   and writes go on meanwhile. RT_ALREADY_EXISTS when `dir` holds a table. */
+ROUNDTABLE_EXPORT int rt_backup(rt_table* table, const char* dir,
+                                char** errmsg);
 /* The exact number of records (Table::Count). */
 ROUNDTABLE_EXPORT int rt_count(rt_table* table, uint64_t* count,
                                char** errmsg);
