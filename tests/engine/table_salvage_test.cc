@@ -42,14 +42,19 @@ void Damage(const std::string& path, uint64_t offset) {
   f.write("DAMAGE!!", 8);
 }
 
+// A table's directory and its salvage's, both absent.
+std::pair<std::string, std::string> FreshDirs(const std::string& name) {
+  const std::string dir =
+      testing::TempDir() + "/" + name + "_" + std::to_string(getpid());
+  fs::remove_all(dir);
+  fs::remove_all(dir + ".saved");
+  return {dir, dir + ".saved"};
+}
+
 TEST(TableSalvageTest, SavesEveryReadableRecordAndCountsTheLost) {
   for (const uint32_t block_size : {512u, 1024u, 4096u}) {
     SCOPED_TRACE(block_size);
-    const std::string dir =
-        testing::TempDir() + "/salvage_" + std::to_string(getpid());
-    const std::string saved = dir + ".saved";
-    fs::remove_all(dir);
-    fs::remove_all(saved);
+    const auto [dir, saved] = FreshDirs("salvage");
     Options o;
     o.block_size = block_size;
     o.s0 = 2;
@@ -246,11 +251,7 @@ TEST(TableSalvageTest, WithNoValidSuperblockTheFilesGiveEveryRecord) {
   for (const bool journal_damaged : {false, true}) {
     for (const uint32_t block_size : {512u, 4096u}) {
       SCOPED_TRACE(absl::StrCat(block_size, journal_damaged ? " journal" : ""));
-      const std::string dir =
-          testing::TempDir() + "/salvage_nosb_" + std::to_string(getpid());
-      const std::string saved = dir + ".saved";
-      fs::remove_all(dir);
-      fs::remove_all(saved);
+      const auto [dir, saved] = FreshDirs("salvage_nosb");
       Options o;
       o.block_size = block_size;
       o.s0 = 3;
@@ -286,11 +287,7 @@ TEST(TableSalvageTest, WithNoValidSuperblockTheFilesGiveEveryRecord) {
 }
 
 TEST(TableSalvageTest, ADamagedStashCopyBlockLosesOnlyWhatItHeld) {
-  const std::string dir =
-      testing::TempDir() + "/salvage_stash_" + std::to_string(getpid());
-  const std::string saved = dir + ".saved";
-  fs::remove_all(dir);
-  fs::remove_all(saved);
+  const auto [dir, saved] = FreshDirs("salvage_stash");
   Options o;
   o.block_size = 512;
   o.s0 = 2;
