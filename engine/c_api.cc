@@ -262,6 +262,10 @@ int rt_checkpoint(rt_table* t, char** errmsg) {
 int rt_check(rt_table* t, char** errmsg) {
   return Report(t->table->Check(), errmsg);
 }
+int rt_reserve(rt_table* t, uint64_t records, size_t key_bytes,
+               size_t value_bytes, char** errmsg) {
+  return Report(t->table->Reserve(records, key_bytes, value_bytes), errmsg);
+}
 int rt_backup(rt_table* t, const char* dir, char** errmsg) {
   return Report(t->table->Backup(dir), errmsg);
 }

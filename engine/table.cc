@@ -409,6 +409,7 @@ TableStats Table::Impl::GetStats() const {
   const uint64_t m = table_.num_buckets();
   TableStats st;
   st.buckets = m;
+  st.min_buckets = table_.min_buckets();
   st.records = table_.record_count();
   st.stash_records = table_.stash().records();
   st.stash_bytes = table_.stash().bytes();
@@ -489,6 +490,7 @@ absl::Status Table::Impl::CheckpointLocked(bool complete) {
   next.value_units = values_.map().units();
   next.value_count = values_.count();
   next.value_bytes = values_.bytes();
+  next.min_buckets = table_.min_buckets();
   next.format_version = internal::kFormatVersion;
   ++next.sequence;
   // The held bucket blocks, clean once in place, go to the cache as they

@@ -99,20 +99,19 @@ absl::Status Table::Impl::CheckLocked(const CheckProgress& progress) {
   // Buffered puts: each in the list of its own bucket, no key twice.
   const internal::LoggedStash& buffered_puts = buffer_.records();
   absl::flat_hash_set<std::string_view> buffered;
-  buffered_puts.ForEachList(
-      [&](uint64_t b, const internal::Stash::List& list) {
-        for (const internal::Stash::Entry& e : list) {
-          const Record& r = e.record;
-          if (!stray.ok()) return;
-          if (table_.BucketOf(hash(r.key())) != b) {
-            stray = fault("a buffered put in the list of bucket ", b,
-                          " belongs to another bucket");
-          } else if (!buffered.insert(r.key()).second) {
-            stray = fault("a key is buffered twice (bucket ", b, ")");
-          }
-          note_ref(r.value(), b);
-        }
-      });
+  buffered_puts.ForEachList([&](uint64_t b, const internal::Stash::List& list) {
+    for (const internal::Stash::Entry& e : list) {
+      const Record& r = e.record;
+      if (!stray.ok()) return;
+      if (table_.BucketOf(hash(r.key())) != b) {
+        stray = fault("a buffered put in the list of bucket ", b,
+                      " belongs to another bucket");
+      } else if (!buffered.insert(r.key()).second) {
+        stray = fault("a key is buffered twice (bucket ", b, ")");
+      }
+      note_ref(r.value(), b);
+    }
+  });
   RT_RETURN_IF_ERROR(stray);
   if (!buffered_puts.lists().Consistent(hash)) {
     return fault(
@@ -130,10 +129,11 @@ absl::Status Table::Impl::CheckLocked(const CheckProgress& progress) {
   }
   RT_RETURN_IF_ERROR(CheckValues(refs));
   const uint64_t least = layout_.NeededBuckets(bytes, records);
-  const uint64_t needed = std::max<uint64_t>(least, layout_.s0);
+  // At least s0 buckets, and the floor Reserve set.
+  const uint64_t needed = std::max({least, layout_.s0, table_.min_buckets()});
   if (m < std::max<uint64_t>(least, 1) || m > needed + 1) {
-    return fault(m, " buckets for ", records, " records of ", bytes,
-                 " bytes (", needed, " needed at 1 - epsilon)");
+    return fault(m, " buckets for ", records, " records of ", bytes, " bytes (",
+                 needed, " needed at 1 - epsilon)");
   }
   return absl::OkStatus();
 }

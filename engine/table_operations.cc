@@ -74,6 +74,39 @@ absl::Status Table::Impl::Backup(const std::string& dir) {
   return status;
 }
 
+absl::Status Table::Impl::Reserve(uint64_t records, size_t key_bytes,
+                                  size_t value_bytes) {
+  return AfterBackups([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+    RT_RETURN_IF_ERROR(CheckWritable());
+    uint64_t buckets = 0;
+    if (records > 0) {
+      // A record in its block: its key and value (or the reference that
+      // stands for a value out of line), their lengths and its slot.
+      size_t stored = value_bytes;
+      if (internal::EncodedSize(key_bytes, value_bytes) >
+          layout_.max_record()) {
+        stored = internal::kReferenceBytes;
+      }
+      const uint64_t per = internal::EncodedSize(key_bytes, stored);
+      buckets =
+          std::max(layout_.s0, layout_.NeededBuckets(records * per, records));
+    }
+    if (buckets <= table_.num_buckets()) {
+      // Only the floor changes: the next checkpoint stores it.
+      return error_.Note(table_.Reserve(buckets));
+    }
+    // An empty table takes its buckets as empty blocks on the device,
+    // which needs every block it holds there first.
+    if (table_.record_count() == 0 && table_.stash().empty() &&
+        buffer_.empty()) {
+      RT_RETURN_IF_ERROR(error_.Note(CheckpointLocked(/*complete=*/true)));
+    }
+    RT_RETURN_IF_ERROR(error_.Note(table_.Reserve(buckets)));
+    internal::KillPoint("reserve: buckets added");
+    return error_.Note(CheckpointLocked(/*complete=*/true));
+  });
+}
+
 absl::StatusOr<KeyLocation> Table::Impl::Locate(std::string_view key) {
   ReaderMutexLock lock(&mu_);
   RT_RETURN_IF_ERROR(CheckOpen());
@@ -133,6 +166,10 @@ absl::StatusOr<uint64_t> Table::Impl::Count() {
 }
 
 absl::StatusOr<uint64_t> Table::Count() { return impl_->Count(); }
+absl::Status Table::Reserve(uint64_t records, size_t key_bytes,
+                            size_t value_bytes) {
+  return impl_->Reserve(records, key_bytes, value_bytes);
+}
 absl::Status Table::Backup(const std::string& dir) {
   return impl_->Backup(dir);
 }

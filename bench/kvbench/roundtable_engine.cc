@@ -2,8 +2,8 @@
 // suggests for the workload's records (SuggestedS0: 4 for 100-byte values),
 // the block cache given the memory budget, the default write buffer (on top
 // of the budget, as RocksDB's and LevelDB's memtables are), and a sync of
-// the log on every write when asked. It has nothing to pre-size: the table grows a bucket at
-// a time.
+// the log on every write when asked. It has nothing to pre-size: the table
+// grows a bucket at a time.
 #include <memory>
 
 #include "absl/strings/str_format.h"
@@ -103,12 +103,13 @@ std::vector<EngineInfo> RoundtableEngines() {
   info.version = ROUNDTABLE_VERSION_STRING " (this tree)";
   info.config = absl::StrFormat(
       "block %d B, s0 = SuggestedS0 (%d for 16 B keys and 100 B values), "
-      "epsilon %.2f, block cache = budget, write buffer %d MiB",
+      "epsilon %.2f, block cache = budget, write buffer %d MiB, "
+      "Reserve(records) (growth: none)",
       Options::kDefaultBlockSize,
       SuggestedS0(Options::kDefaultBlockSize, 16, 100),
       Options::kDefaultEpsilon, defaults.write_buffer_bytes >> 20);
-  info.open = [](const EngineOptions& o)
-      -> absl::StatusOr<std::unique_ptr<KvEngine>> {
+  info.open =
+      [](const EngineOptions& o) -> absl::StatusOr<std::unique_ptr<KvEngine>> {
     Options options;
     options.block_cache_bytes = o.cache_bytes;
     options.s0 = o.roundtable_s0 != 0 ? o.roundtable_s0
@@ -120,6 +121,11 @@ std::vector<EngineInfo> RoundtableEngines() {
     }
     auto table = Table::Open(options, o.dir);
     if (!table.ok()) return table.status();
+    if (o.expected_records > 0) {
+      const absl::Status reserved =
+          (*table)->Reserve(o.expected_records, o.key_bytes, o.value_bytes);
+      if (!reserved.ok()) return reserved;
+    }
     return std::make_unique<RoundtableEngine>(std::move(*table), o.sync);
   };
   return {info};

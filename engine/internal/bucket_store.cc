@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/internal/table_files.h"
 #include "io/base/status_macros.h"
 
 namespace roundtable::internal {
@@ -23,16 +24,14 @@ BucketStore::BucketStore(io::BlockDevice* file, uint32_t block_size,
   });
 }
 
-bool BucketStore::FindIn(std::span<const std::byte> bytes,
-                         std::string_view key, uint16_t tag,
-                         std::string* value) {
+bool BucketStore::FindIn(std::span<const std::byte> bytes, std::string_view key,
+                         uint16_t tag, std::string* value) {
   const auto f = EncodedBlock(bytes).Find(key, tag);
   if (f) value->assign(f->value);
   return f.has_value();
 }
 
-absl::StatusOr<bool> BucketStore::FindOnDevice(uint64_t b,
-                                               std::string_view key,
+absl::StatusOr<bool> BucketStore::FindOnDevice(uint64_t b, std::string_view key,
                                                uint16_t tag,
                                                std::string* value) {
   io::AlignedBuffer buffer(block_size_);
@@ -70,8 +69,7 @@ absl::Status BucketStore::ReadBlocks(std::span<const uint64_t> buckets,
 // A block held since the last checkpoint was made here and is sealed only
 // at the checkpoint, so it is copied without a check (and not cached: the
 // held copy serves its reads); one from the device is verified and cached.
-absl::Status BucketStore::LoadFromDevice(uint64_t b,
-                                         std::span<std::byte> out) {
+absl::Status BucketStore::LoadFromDevice(uint64_t b, std::span<std::byte> out) {
   if (const std::byte* held = FindHeld(b)) {
     std::memcpy(out.data(), held, out.size());
     return absl::OkStatus();
@@ -158,6 +156,11 @@ void BucketStore::CacheHeld(uint64_t buckets) {
     }
   }
   cache_.InsertAll(clean);
+}
+
+absl::Status BucketStore::AddEmpty(uint64_t from, uint64_t buckets) {
+  RT_RETURN_IF_ERROR(FormatBuckets(blocks_->inner(), from, buckets));
+  return blocks_->ExtendFromInner(kHeaderBlocks + buckets);
 }
 
 }  // namespace roundtable::internal

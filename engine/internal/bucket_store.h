@@ -102,6 +102,10 @@ class BucketStore {
   absl::Status Resize(uint64_t buckets) {
     return blocks_->Resize(kHeaderBlocks + buckets);
   }
+  // The file holds `buckets` buckets, those from `from` on empty blocks
+  // written straight to the file (Table::Reserve of an empty table, right
+  // after a checkpoint: nothing held, nothing cut off).
+  absl::Status AddEmpty(uint64_t from, uint64_t buckets);
 
   // Checkpoints. Copies the held blocks of buckets below `buckets` into
   // the cache, where they serve reads once the checkpoint has frozen them.

@@ -1,5 +1,6 @@
 #include "engine/internal/bucket_table.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -20,7 +21,8 @@ BucketTable::BucketTable(const Superblock& sb, mapping::RoundMapping mapping,
       stash_(stash_file, sb.stash_epoch, sb.stash_blocks, "stash",
              "stash copy"),
       record_count_(sb.record_count),
-      data_bytes_(sb.data_bytes) {}
+      data_bytes_(sb.data_bytes),
+      min_buckets_(sb.min_buckets) {}
 
 LogicalLedger BucketTable::logical() const {
   LogicalLedger l = logical_;
@@ -52,10 +54,9 @@ absl::Status BucketTable::Put(std::string_view key, std::string_view value,
     // As the paper does, make room first if the data would pass
     // (1 - epsilon) of the blocks' capacity: at most one new bucket per
     // Put, after which the key's bucket is found again.
-    if (!grown &&
-        layout_.NeededBuckets(data_bytes_ - old + size,
-                              record_count_ + (old == 0 ? 1 : 0)) >
-            mapping_.num_buckets()) {
+    if (!grown && layout_.NeededBuckets(data_bytes_ - old + size,
+                                        record_count_ + (old == 0 ? 1 : 0)) >
+                      mapping_.num_buckets()) {
       RT_RETURN_IF_ERROR(error_->Note(Grow()));
       grown = true;
       continue;
@@ -127,9 +128,27 @@ absl::Status BucketTable::Delete(std::string_view key, uint64_t h) {
 }
 
 absl::Status BucketTable::MaybeShrink() {
-  while (mapping_.num_buckets() > layout_.s0 &&
+  while (mapping_.num_buckets() > std::max(layout_.s0, min_buckets_) &&
          needed_buckets() + 1 < mapping_.num_buckets()) {
     RT_RETURN_IF_ERROR(Shrink());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BucketTable::Reserve(uint64_t buckets) {
+  min_buckets_ = buckets;
+  const uint64_t m = mapping_.num_buckets();
+  if (buckets <= m) return absl::OkStatus();
+  if (record_count_ == 0 && stash_.records() == 0 &&
+      store_->device().held().empty()) {
+    RT_ASSIGN_OR_RETURN(mapping::RoundMapping grown,
+                        mapping::RoundMapping::Create(layout_.s0, buckets));
+    RT_RETURN_IF_ERROR(error_->Note(store_->AddEmpty(m, buckets)));
+    mapping_ = std::move(grown);
+    return absl::OkStatus();
+  }
+  while (mapping_.num_buckets() < buckets) {
+    RT_RETURN_IF_ERROR(error_->Note(Grow()));
   }
   return absl::OkStatus();
 }
@@ -164,8 +183,7 @@ absl::StatusOr<std::span<io::AlignedBuffer>> BucketTable::LoadBlocks(
 absl::Status BucketTable::Grow() {
   const uint64_t m = mapping_.num_buckets();
   RT_RETURN_IF_ERROR(store_->Resize(m + 1));
-  RT_ASSIGN_OR_RETURN(const mapping::BucketChange change,
-                      mapping_.NewBucket());
+  RT_ASSIGN_OR_RETURN(const mapping::BucketChange change, mapping_.NewBucket());
   KillPoint("grow: bucket added");
   RT_ASSIGN_OR_RETURN(auto bytes, LoadBlocks(change.sources));
   const std::vector<uint64_t> touched = change.Touched();

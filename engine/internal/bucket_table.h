@@ -34,8 +34,8 @@
 #include "engine/internal/superblock.h"
 #include "engine/internal/value_store.h"
 #include "engine/mapping/round_mapping.h"
-#include "roundtable/options.h"
 #include "io/base/first_error.h"
+#include "roundtable/options.h"
 
 namespace roundtable::internal {
 
@@ -108,8 +108,16 @@ class BucketTable {
   // there is one.
   absl::Status Delete(std::string_view key, uint64_t h);
   // Releases buckets while the data fits in m - 2 blocks: one bucket of
-  // hysteresis, so that a grow is never undone by the next delete.
+  // hysteresis, so that a grow is never undone by the next delete. Never
+  // below min_buckets().
   absl::Status MaybeShrink();
+
+  // Table::Reserve: at least `buckets` buckets from now on (0: back to
+  // s0), taken at once. An empty table (no record, no stash, and its
+  // blocks all on the device: right after a checkpoint) takes them as
+  // empty blocks written straight to the file; otherwise each is a grow.
+  absl::Status Reserve(uint64_t buckets);
+  uint64_t min_buckets() const { return min_buckets_; }
 
  private:
   // new_bucket() and distribute: z block reads, z + 1 block writes.
@@ -139,6 +147,7 @@ class BucketTable {
   LoggedStash stash_;
   uint64_t record_count_;
   uint64_t data_bytes_;
+  uint64_t min_buckets_;
   LogicalLedger logical_;
   std::atomic<uint64_t> get_reads_{0};
   // A distribute's scratch, kept from step to step (a step touches about

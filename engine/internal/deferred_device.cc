@@ -145,6 +145,17 @@ absl::Status DeferredDevice::DoWrite(uint64_t block,
   return absl::OkStatus();
 }
 
+absl::Status DeferredDevice::ExtendFromInner(uint64_t num_blocks) {
+  if (zero_from_ != size_ || inner_->num_blocks() < num_blocks ||
+      num_blocks < size_) {
+    return absl::FailedPreconditionError(
+        "extending a deferred device over blocks it does not read from its "
+        "file");
+  }
+  size_ = zero_from_ = num_blocks;
+  return absl::OkStatus();
+}
+
 absl::Status DeferredDevice::DoResize(uint64_t num_blocks) {
   if (num_blocks < size_) {
     for (auto it = held_.begin(); it != held_.end();) {

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "io/block_device.h"
 #include "io/base/mutex.h"
+#include "io/block_device.h"
 
 namespace roundtable::internal {
 
@@ -56,6 +56,13 @@ class DeferredDevice final : public io::BlockDevice {
   void PrefetchHeld(uint64_t block) const {
     if (block < index_.size()) __builtin_prefetch(&index_[block]);
   }
+  // The blocks from num_blocks() to `num_blocks` are the inner device's,
+  // written there directly (Table::Reserve's empty buckets): reads see
+  // them. FailedPrecondition unless every block below num_blocks() reads
+  // as it was written since the last Freeze (no Resize cut any off) and
+  // the inner device holds them all.
+  absl::Status ExtendFromInner(uint64_t num_blocks);
+  io::BlockDevice& inner() { return *inner_; }
   uint64_t held_bytes() const { return held_.size() * block_size(); }
   // The held bytes of `block` for its owner to fill or edit in place: held
   // already, or a new slot (with unspecified bytes) held from now on.

@@ -15,15 +15,16 @@ namespace {
 
 // Field offsets; the checksum covers bytes [0, kChecksumAt).
 constexpr size_t kMagicAt = 0, kVersionAt = 4, kBlockSizeAt = 8,
-                 kBlockRecordsAt = 12, kS0At = 16,
-                 kEpsilonAt = 24, kSeedAt = 32, kBucketsAt = 40,
-                 kRecordsAt = 48, kDataBytesAt = 56, kStashEpochAt = 64,
-                 kStashBlocksAt = 72, kSequenceAt = 80, kWalSeqAt = 88,
-                 kBufferEpochAt = 96, kBufferBlocksAt = 104,
-                 kValueUnitsAt = 112, kValueCountAt = 120,
-                 kValueBytesAt = 128, kChecksumAt = 136;
-// Version 7 ended at the value fields: its checksum took their place.
-constexpr size_t kChecksumAt7 = 112;
+                 kBlockRecordsAt = 12, kS0At = 16, kEpsilonAt = 24,
+                 kSeedAt = 32, kBucketsAt = 40, kRecordsAt = 48,
+                 kDataBytesAt = 56, kStashEpochAt = 64, kStashBlocksAt = 72,
+                 kSequenceAt = 80, kWalSeqAt = 88, kBufferEpochAt = 96,
+                 kBufferBlocksAt = 104, kValueUnitsAt = 112,
+                 kValueCountAt = 120, kValueBytesAt = 128, kMinBucketsAt = 136,
+                 kChecksumAt = 144;
+// Version 8 ended at the value fields, version 7 before them: their
+// checksum took the place of the fields that follow.
+constexpr size_t kChecksumAt8 = 136, kChecksumAt7 = 112;
 
 }  // namespace
 
@@ -49,6 +50,7 @@ void EncodeSuperblock(const Superblock& sb, std::span<std::byte> out) {
   PutFixed64(p + kValueUnitsAt, sb.value_units);
   PutFixed64(p + kValueCountAt, sb.value_count);
   PutFixed64(p + kValueBytesAt, sb.value_bytes);
+  PutFixed64(p + kMinBucketsAt, sb.min_buckets);
   PutFixed64(p + kChecksumAt, XXH3_64bits(p, kChecksumAt));
 }
 
@@ -59,8 +61,9 @@ absl::StatusOr<Superblock> DecodeSuperblock(std::span<const std::byte> in) {
   }
   Superblock sb;
   sb.format_version = GetFixed32(p + kVersionAt);
-  const size_t checksum_at =
-      sb.format_version == kOldestFormatVersion ? kChecksumAt7 : kChecksumAt;
+  const size_t checksum_at = sb.format_version == 7   ? kChecksumAt7
+                             : sb.format_version == 8 ? kChecksumAt8
+                                                      : kChecksumAt;
   if (GetFixed64(p + checksum_at) != XXH3_64bits(p, checksum_at)) {
     return absl::DataLossError("superblock: checksum mismatch");
   }
@@ -78,13 +81,16 @@ absl::StatusOr<Superblock> DecodeSuperblock(std::span<const std::byte> in) {
   sb.wal_seq = GetFixed64(p + kWalSeqAt);
   sb.buffer_epoch = GetFixed64(p + kBufferEpochAt);
   sb.buffer_blocks = GetFixed64(p + kBufferBlocksAt);
-  if (sb.format_version == kFormatVersion) {
+  if (sb.format_version < kOldestFormatVersion ||
+      sb.format_version > kFormatVersion) {
+    return sb;  // the caller refuses it
+  }
+  if (sb.format_version >= 8) {
     sb.value_units = GetFixed64(p + kValueUnitsAt);
     sb.value_count = GetFixed64(p + kValueCountAt);
     sb.value_bytes = GetFixed64(p + kValueBytesAt);
-  } else if (sb.format_version != kOldestFormatVersion) {
-    return sb;  // the caller refuses it
   }
+  if (sb.format_version >= 9) sb.min_buckets = GetFixed64(p + kMinBucketsAt);
   // A copy whose checksum holds but whose fields no table could have (a
   // file from elsewhere) is no valid copy either: nothing below may size an
   // allocation or a loop by them.
@@ -101,6 +107,7 @@ absl::StatusOr<Superblock> DecodeSuperblock(std::span<const std::byte> in) {
   if (sb.num_buckets < sb.s0 || sb.num_buckets > kMaxBuckets) {
     return bad("bucket count");
   }
+  if (sb.min_buckets > sb.num_buckets) return bad("reserved bucket count");
   if (sb.stash_blocks > kMaxBuckets || sb.buffer_blocks > kMaxBuckets) {
     return bad("copy blocks");
   }
@@ -116,8 +123,7 @@ absl::StatusOr<Superblock> DecodeSuperblock(std::span<const std::byte> in) {
   // Each out-of-line value is a record, and takes at least one unit.
   if (sb.value_units > kMaxValueUnits) return bad("value file units");
   if (sb.value_count > sb.record_count + sb.buffer_blocks * bs ||
-      sb.value_count > sb.value_units ||
-      sb.value_bytes > sb.value_units * bs) {
+      sb.value_count > sb.value_units || sb.value_bytes > sb.value_units * bs) {
     return bad("out-of-line values");
   }
   return sb;

@@ -15,9 +15,10 @@
 namespace roundtable::internal {
 
 inline constexpr uint32_t kSuperblockMagic = 0x42535452;  // "RTSB"
-inline constexpr uint32_t kFormatVersion = 8;
-// The oldest format this build opens: version 7 differs only in having no
-// value file (no out-of-line values); its first checkpoint writes version 8.
+inline constexpr uint32_t kFormatVersion = 9;
+// The oldest format this build opens: version 8 differs only in having no
+// reserved bucket count (none reserved), version 7 also in having no value
+// file (no out-of-line values); their first checkpoint writes version 9.
 inline constexpr uint32_t kOldestFormatVersion = 7;
 // Superblocks occupy blocks 0 and 1; bucket b is block b + kHeaderBlocks.
 inline constexpr uint64_t kHeaderBlocks = 2;
@@ -49,6 +50,7 @@ struct Superblock {
   uint64_t value_units = 0;   // units (blocks) of the value file
   uint64_t value_count = 0;   // out-of-line values
   uint64_t value_bytes = 0;   // their bytes
+  uint64_t min_buckets = 0;   // the table keeps at least these (Reserve)
 
   // The block (0 or 1) this copy is written to.
   uint64_t slot() const { return sequence % 2; }

@@ -16,9 +16,9 @@
 #include "absl/strings/strip.h"
 #include "engine/internal/block_format.h"
 #include "engine/internal/superblock.h"
+#include "io/base/status_macros.h"
 #include "io/io_error.h"
 #include "io/memory_device.h"
-#include "io/base/status_macros.h"
 
 namespace roundtable::internal {
 namespace {
@@ -32,9 +32,9 @@ long LockHolder(int fd) {
   char text[kLockBytes + 1] = {};
   const ssize_t n = pread(fd, text, kLockBytes, 0);
   long pid = 0;
-  if (n <= 0 || !absl::SimpleAtoi(absl::StripAsciiWhitespace(
-                                      absl::string_view(text, n)),
-                                  &pid)) {
+  if (n <= 0 ||
+      !absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::string_view(text, n)),
+                        &pid)) {
     return 0;
   }
   return pid;
@@ -102,8 +102,7 @@ absl::StatusOr<TableLock> TableLock::Acquire(const std::string& dir,
     // A table no writer of this version opened: a reader makes the file
     // if it may, and otherwise no writer can be there either.
     do {
-      fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-                0644);
+      fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     } while (fd < 0 && errno == EINTR);
     if (fd < 0 && (errno == EROFS || errno == EACCES || errno == EPERM)) {
       return TableLock();
@@ -142,9 +141,8 @@ absl::StatusOr<TableLock> TableLock::Acquire(const std::string& dir,
   }
   if (exclusive && st.st_size <= kLockBytes) {
     const std::string pid = absl::StrCat(getpid(), "\n");
-    if (ftruncate(fd, 0) != 0 ||
-        pwrite(fd, pid.data(), pid.size(), 0) !=
-            static_cast<ssize_t>(pid.size())) {
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) !=
+                                     static_cast<ssize_t>(pid.size())) {
       return io::FileError(errno, "write", path);
     }
   }
@@ -190,9 +188,8 @@ absl::Status PrepareNewTable(const std::string& dir, uint64_t blocks,
   if (statvfs(dir.c_str(), &fs) == 0 &&
       static_cast<unsigned __int128>(fs.f_bavail) * fs.f_frsize < needed) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "creating ", dir, " takes ", blocks * block_size,
-        " bytes of blocks (", blocks, " of ", block_size,
-        " bytes); its file system has ",
+        "creating ", dir, " takes ", blocks * block_size, " bytes of blocks (",
+        blocks, " of ", block_size, " bytes); its file system has ",
         static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize, " free"));
   }
   return absl::OkStatus();
@@ -284,12 +281,19 @@ absl::StatusOr<TableFiles> OpenTableFiles(const std::string& dir,
 }
 
 absl::Status FormatNewBlocks(io::BlockDevice& file, uint64_t buckets) {
+  return FormatBuckets(file, 0, buckets);
+}
+
+absl::Status FormatBuckets(io::BlockDevice& file, uint64_t first,
+                           uint64_t end) {
   const uint32_t bs = file.block_size();
-  RT_RETURN_IF_ERROR(file.Resize(kHeaderBlocks + buckets));
+  if (file.num_blocks() < kHeaderBlocks + end) {
+    RT_RETURN_IF_ERROR(file.Resize(kHeaderBlocks + end));
+  }
   constexpr uint64_t kRun = 256;
   io::AlignedBuffer run(kRun * bs);
-  for (uint64_t b = 0; b < buckets; b += kRun) {
-    const uint64_t n = std::min(kRun, buckets - b);
+  for (uint64_t b = first; b < end; b += kRun) {
+    const uint64_t n = std::min(kRun, end - b);
     for (uint64_t i = 0; i < n; ++i) {
       EncodedBlock block(run.span().subspan(i * bs, bs));
       block.Init(b + i);
@@ -305,8 +309,8 @@ absl::Status CopyFilePrefix(const std::string& from, const std::string& to,
                             uint64_t bytes) {
   const int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
   if (in < 0) return io::FileError(errno, "open", from);
-  const int out = open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                       0644);
+  const int out =
+      open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (out < 0) {
     const int err = errno;
     close(in);
@@ -328,7 +332,8 @@ absl::Status CopyFilePrefix(const std::string& from, const std::string& to,
   if (status.ok() && ftruncate(out, static_cast<off_t>(bytes)) != 0) {
     status = io::FileError(errno, "ftruncate", to);
   }
-  if (status.ok() && fsync(out) != 0) status = io::FileError(errno, "fsync", to);
+  if (status.ok() && fsync(out) != 0)
+    status = io::FileError(errno, "fsync", to);
   close(in);
   close(out);
   return status;

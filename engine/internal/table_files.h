@@ -94,6 +94,10 @@ absl::StatusOr<TableFiles> OpenTableFiles(const std::string& dir,
 // journal), a run at a time: creating a table takes memory for one run
 // whatever the bucket count and the block size.
 absl::Status FormatNewBlocks(io::BlockDevice& file, uint64_t buckets);
+// Writes empty bucket blocks, sealed, for buckets [first, end), growing the
+// file to hold them (Table::Reserve, past the blocks a checkpoint wrote).
+absl::Status FormatBuckets(io::BlockDevice& file, uint64_t first,
+                           uint64_t end);
 
 // The lock on a table's directory: an open file description lock (fcntl
 // F_OFD_SETLK) on its LOCK file, exclusive for a writer and shared for a

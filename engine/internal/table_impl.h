@@ -21,7 +21,8 @@
 //
 // Its methods live in table.cc (reads, writes, checkpoints, Close),
 // table_recovery.cc (opening a table), table_check.cc,
-// table_operations.cc (Backup, Locate, Count) and table_salvage.cc.
+// table_operations.cc (Backup, Reserve, Locate, Count) and
+// table_salvage.cc.
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_TABLE_IMPL_H_
 #define ROUNDTABLE_ENGINE_INTERNAL_TABLE_IMPL_H_
 
@@ -125,6 +126,8 @@ class ROUNDTABLE_HIDDEN Table::Impl {
   TableStats GetStats() const ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<uint64_t> Count() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Backup(const std::string& dir) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Reserve(uint64_t records, size_t key_bytes, size_t value_bytes)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<KeyLocation> Locate(std::string_view key)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Check(const CheckProgress& progress)  // table_check.cc

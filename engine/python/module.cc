@@ -48,6 +48,7 @@ py::dict LedgerDict(const IoStats& p) {
 py::dict StatsDict(const TableStats& s) {
   py::dict d;
   d["buckets"] = s.buckets;
+  d["min_buckets"] = s.min_buckets;
   d["records"] = s.records;
   d["stash_records"] = s.stash_records;
   d["stash_bytes"] = s.stash_bytes;
@@ -557,6 +558,18 @@ PYBIND11_MODULE(_roundtable, m) {
            })
       .def("check",
            [](PyTable& t) { t.Released([](Table& x) { return x.Check(); }); })
+      .def(
+          "reserve",
+          [](PyTable& t, uint64_t records, size_t key_bytes,
+             size_t value_bytes) {
+            t.Released([&](Table& x) {
+              return x.Reserve(records, key_bytes, value_bytes);
+            });
+          },
+          py::arg("records"), py::arg("key_bytes"), py::arg("value_bytes"),
+          "Takes the buckets for `records` records of about key_bytes and "
+          "value_bytes each at once, and keeps at least that many; "
+          "reserve(0, 0, 0) lifts the floor.")
       .def(
           "backup",
           [](PyTable& t, const std::string& path) {

@@ -178,6 +178,12 @@ static void test_reads_and_writes(void) {
   CHECK(rt_check(t, &err) == RT_OK);
   CHECK(err == NULL);
 
+  /* A reservation takes the buckets at once and keeps them. */
+  CHECK(rt_reserve(t, 50000, 8, 8, &err) == RT_OK);
+  rt_get_stats(t, &st);
+  CHECK(st.buckets > 100);
+  CHECK(rt_count(t, &count, &err) == RT_OK && count == 3);
+
   /* A backup opens as a table of its own with the same records; a second
      one into it is refused. */
   char copy[340];

@@ -15,9 +15,9 @@
 #include "absl/strings/str_cat.h"
 #include "engine/internal/coding.h"
 #include "engine/internal/superblock.h"
-#include "roundtable/table.h"
 #include "gtest/gtest.h"
 #include "io/block_device.h"
+#include "roundtable/table.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -210,9 +210,10 @@ TEST(TableValuesTest, AChurnOfOverwritesKeepsTheFileNearTheLiveData) {
   }
   const TableStats st = table->GetStats();
   EXPECT_EQ(st.value_bytes, keys * mib);
-  std::printf("576 overwrites of %d values of 1 MiB: the value file at most "
-              "%.3f times the values\n",
-              keys, static_cast<double>(most) / (keys * mib));
+  std::printf(
+      "576 overwrites of %d values of 1 MiB: the value file at most "
+      "%.3f times the values\n",
+      keys, static_cast<double>(most) / (keys * mib));
   EXPECT_LE(static_cast<double>(most), 1.5 * keys * mib)
       << most / mib << " MiB for " << keys << " MiB of values";
   ASSERT_TRUE(table->Check().ok()) << table->Check();
@@ -322,9 +323,12 @@ TEST(TableValuesTest, AValueShapedLikeAReferenceIsStoredOutOfLine) {
   ASSERT_TRUE(DestroyTable(dir).ok());
 }
 
-// Rewrites both superblocks of the table at `dir` (4 KiB blocks) in format
-// version 7's layout: the same fields up to byte 112, the checksum there.
-void MakeVersion7(const std::string& dir) {
+// Rewrites both superblocks of the table at `dir` (4 KiB blocks) in an
+// older format's layout: the same fields up to its end, the checksum
+// there (version 8 ends before the reserved bucket count, at byte 136;
+// version 7 also before the value fields, at 112, and has no value file).
+void MakeVersion(const std::string& dir, uint32_t version) {
+  const size_t end = version == 7 ? 112 : 136;
   const int fd = open((dir + "/blocks").c_str(), O_RDWR);
   ASSERT_GE(fd, 0);
   for (uint64_t slot = 0; slot < 2; ++slot) {
@@ -332,14 +336,73 @@ void MakeVersion7(const std::string& dir) {
     ASSERT_EQ(pread(fd, buffer.data(), 4096, slot * 4096), 4096);
     char* p = reinterpret_cast<char*>(buffer.data());
     if (internal::GetFixed32(p) != internal::kSuperblockMagic) continue;
-    internal::PutFixed32(p + 4, 7);
-    std::memset(p + 112, 0, 4096 - 112);
-    internal::PutFixed64(p + 112, XXH3_64bits(p, 112));
+    internal::PutFixed32(p + 4, version);
+    std::memset(p + end, 0, 4096 - end);
+    internal::PutFixed64(p + end, XXH3_64bits(p, end));
     ASSERT_EQ(pwrite(fd, buffer.data(), 4096, slot * 4096), 4096);
   }
   close(fd);
-  std::filesystem::remove(dir + "/values");
-  std::filesystem::remove(dir + "/spacemap");
+  if (version == 7) {
+    std::filesystem::remove(dir + "/values");
+    std::filesystem::remove(dir + "/spacemap");
+  }
+}
+
+// The format version of the newer superblock copy of the table at `dir`.
+uint32_t FormatVersion(const std::string& dir) {
+  const int fd = open((dir + "/blocks").c_str(), O_RDONLY);
+  uint32_t version = 0;
+  uint64_t newest = 0;
+  for (uint64_t slot = 0; slot < 2; ++slot) {
+    char p[4096];
+    if (pread(fd, p, 4096, slot * 4096) != 4096) break;
+    if (internal::GetFixed32(p) != internal::kSuperblockMagic) continue;
+    if (internal::GetFixed64(p + 80) >= newest) {  // the sequence number
+      newest = internal::GetFixed64(p + 80);
+      version = internal::GetFixed32(p + 4);
+    }
+  }
+  close(fd);
+  return version;
+}
+
+TEST(TableValuesTest, ATableOfFormatVersion8OpensAndUpgrades) {
+  const std::string dir = TempDir("version8");
+  {
+    auto table = OpenOrDie(Cold(), dir);
+    ASSERT_NE(table, nullptr);
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_TRUE(table->Put(absl::StrCat("k", i), absl::StrCat("v", i)).ok());
+    }
+    ASSERT_TRUE(table->Put("large", Value(100000, 3)).ok());
+    ASSERT_TRUE(table->Close().ok());
+  }
+  MakeVersion(dir, 8);
+  {
+    Options ro = Cold();
+    ro.read_only = true;
+    auto table = OpenOrDie(ro, dir);
+    ASSERT_NE(table, nullptr);
+    EXPECT_EQ(*table->Get("large"), Value(100000, 3));
+    EXPECT_EQ(table->GetStats().min_buckets, 0u);
+    EXPECT_TRUE(table->Check().ok()) << table->Check();
+  }
+  EXPECT_EQ(FormatVersion(dir), 8u);  // read-only: left as it was
+  {
+    auto table = OpenOrDie(Cold(), dir);
+    ASSERT_NE(table, nullptr);
+    ASSERT_TRUE(table->Reserve(5000, 4, 4).ok());
+    ASSERT_TRUE(table->Close().ok());
+  }
+  EXPECT_EQ(FormatVersion(dir), internal::kFormatVersion);
+  auto table = OpenOrDie(Cold(), dir);
+  ASSERT_NE(table, nullptr);
+  EXPECT_EQ(*table->Get("k99"), "v99");
+  EXPECT_EQ(*table->Get("large"), Value(100000, 3));
+  EXPECT_GT(table->GetStats().min_buckets, 0u);
+  EXPECT_TRUE(table->Check().ok()) << table->Check();
+  table.reset();
+  ASSERT_TRUE(DestroyTable(dir).ok());
 }
 
 TEST(TableValuesTest, ATableOfFormatVersion7OpensAndTakesLargeValues) {
@@ -352,7 +415,7 @@ TEST(TableValuesTest, ATableOfFormatVersion7OpensAndTakesLargeValues) {
     }
     ASSERT_TRUE(table->Close().ok());
   }
-  MakeVersion7(dir);
+  MakeVersion(dir, 7);
   {
     // Read-only: nothing created or changed.
     Options ro = Cold();

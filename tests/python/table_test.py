@@ -172,6 +172,19 @@ class TableTest(unittest.TestCase):
         self.assertTrue(t.closed)
         self.assertIn("closed", repr(t))
 
+    def test_reserve_takes_the_buckets_at_once(self):
+        with roundtable.Table(self.path, block_size=512, s0=2) as t:
+            t.reserve(5000, key_bytes=8, value_bytes=20)
+            st = t.stats()
+            self.assertGreater(st["buckets"], 200)
+            self.assertEqual(st["min_buckets"], st["buckets"])
+            for i in range(5000):
+                t["k%d" % i] = b"v" * 20
+            t.flush()
+            self.assertEqual(t.stats()["logical"]["grows"], 0)
+            t.reserve(0, 0, 0)
+            self.assertEqual(t.stats()["min_buckets"], 0)
+
     def test_backup_is_a_table_of_its_own(self):
         copy = os.path.join(self.dir, "copy")
         with roundtable.Table(self.path, block_size=1024) as t:

@@ -259,7 +259,8 @@ std::string StatsJson(const TableStats& s, uint64_t records,
   };
   const LogicalLedger& l = s.logical;
   return absl::StrFormat(
-      "{\"buckets\":%d,\"records\":%d,\"stored_records\":%d,"
+      "{\"buckets\":%d,\"min_buckets\":%d,\"records\":%d,"
+      "\"stored_records\":%d,"
       "\"stash_records\":%d,"
       "\"stash_bytes\":%d,\"buffered_records\":%d,\"buffered_bytes\":%d,"
       "\"block_size\":%d,\"s0\":%d,\"epsilon\":%g,"
@@ -280,7 +281,8 @@ std::string StatsJson(const TableStats& s, uint64_t records,
       "\"physical_wal\":%s,\"physical_journal\":%s,"
       "\"physical_write_buffer_copy\":%s,\"physical_values\":%s,"
       "\"physical_spacemap\":%s}",
-      s.buckets, records, s.records, s.stash_records, s.stash_bytes,
+      s.buckets, s.min_buckets, records, s.records, s.stash_records,
+      s.stash_bytes,
       s.buffered_records, s.buffered_bytes, s.block_size, s.s0, s.epsilon,
       s.data_bytes, s.utilization, file_bytes, l.get_reads, l.put_reads,
       l.put_writes, l.delete_reads, l.delete_writes, l.grow_reads,

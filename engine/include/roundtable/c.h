@@ -166,6 +166,12 @@ ROUNDTABLE_EXPORT int rt_flush(rt_table* table, char** errmsg);
 ROUNDTABLE_EXPORT int rt_checkpoint(rt_table* table, char** errmsg);
 /* Reads every block and verifies the table (RT_DATA_LOSS naming a fault). */
 ROUNDTABLE_EXPORT int rt_check(rt_table* table, char** errmsg);
+/* Takes the buckets for `records` records of about `key_bytes` and
+   `value_bytes` each at once, and keeps at least that many from then on
+   (Table::Reserve); 0, 0, 0 lifts the floor. */
+ROUNDTABLE_EXPORT int rt_reserve(rt_table* table, uint64_t records,
+                                 size_t key_bytes, size_t value_bytes,
+                                 char** errmsg);
 /* A consistent copy of the table, as of this call, in the directory `dir`
    (Table::Backup): it opens as a table of its own; other threads' reads
    and writes go on meanwhile. RT_ALREADY_EXISTS when `dir` holds a table. */

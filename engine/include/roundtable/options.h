@@ -141,6 +141,7 @@ struct WriteOptions {
 
 struct TableStats {
   uint64_t buckets = 0;  // m
+  uint64_t min_buckets = 0;  // the floor Table::Reserve set (0: s0)
   // Records in the blocks and the stash: not the puts still in the write
   // buffer (below), some of which add a record. Table::Count() is exact.
   uint64_t records = 0;

@@ -218,6 +218,19 @@ class ROUNDTABLE_EXPORT Table {
   // or Close: docs/durability.md.)
   absl::Status Checkpoint();
 
+  // Tells the table how many records to expect, of about `key_bytes` and
+  // `value_bytes` each: it takes the buckets they need at once, so that
+  // filling it adds none (no distribute per few dozen inserts), and keeps
+  // at least that many from then on, across reopens (deletes shrink it no
+  // further). An empty table takes them as empty blocks written straight
+  // to its block file, in one sequential pass; one with records grows
+  // bucket by bucket. Reserve(0, 0, 0) lifts the floor (the table shrinks
+  // as its data allows). Checkpoints (completely) when it added buckets;
+  // a floor alone reaches the file at the next checkpoint.
+  // FailedPrecondition on a read-only or closed table.
+  absl::Status Reserve(uint64_t records, size_t key_bytes,
+                       size_t value_bytes);
+
   // Writes a copy of the table, as of one moment, to directory `dir` (made
   // if missing; AlreadyExists when it holds a table), which opens as a
   // table of its own: it holds every write acknowledged before Backup was

@@ -244,6 +244,7 @@ TEST(SuperblockTest, RoundTripsAndRefusesCorruption) {
   sb.wal_seq = 1234;
   sb.buffer_epoch = 5;
   sb.buffer_blocks = 6;
+  sb.min_buckets = 10000;
   io::AlignedBuffer bytes(4096);
   EncodeSuperblock(sb, bytes.span());
   auto back = DecodeSuperblock(bytes.span());
@@ -255,13 +256,19 @@ TEST(SuperblockTest, RoundTripsAndRefusesCorruption) {
   EXPECT_EQ(back->wal_seq, 1234u);
   EXPECT_EQ(back->buffer_epoch, 5u);
   EXPECT_EQ(back->buffer_blocks, 6u);
-  for (size_t i = 0; i < 120; ++i) {
+  EXPECT_EQ(back->min_buckets, 10000u);
+  for (size_t i = 0; i < 152; ++i) {
     bytes.data()[i] ^= std::byte{1};
     EXPECT_EQ(DecodeSuperblock(bytes.span()).status().code(),
               absl::StatusCode::kDataLoss)
         << "byte " << i;
     bytes.data()[i] ^= std::byte{1};
   }
+  // More buckets reserved than the table has: no table writes that.
+  sb.min_buckets = sb.num_buckets + 1;
+  EncodeSuperblock(sb, bytes.span());
+  EXPECT_EQ(DecodeSuperblock(bytes.span()).status().code(),
+            absl::StatusCode::kDataLoss);
 }
 
 }  // namespace
