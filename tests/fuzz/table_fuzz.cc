@@ -163,7 +163,9 @@ void Seal(std::array<std::string, kFiles.size()>& files) {
     for (size_t at = 0; at + kBlock <= file.size(); at += kBlock) {
       char* p = file.data() + at;
       if (f == 0 && at < 2 * kBlock) {
-        SealAt(p, 136);
+        // At the end of the version the copy says it is (docs/format.md).
+        const uint32_t version = internal::GetFixed32(p + 4);
+        SealAt(p, version == 7 ? 112 : version == 8 ? 136 : 144);
       } else {
         internal::PutFixed64(p + 24, internal::BlockChecksum(p, kBlock));
       }
