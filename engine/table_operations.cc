@@ -93,15 +93,16 @@ absl::Status Table::Impl::Reserve(uint64_t records, size_t key_bytes,
     }
     if (buckets <= table_.num_buckets()) {
       // Only the floor changes: the next checkpoint stores it.
-      return error_.Note(table_.Reserve(buckets));
+      return error_.Note(table_.Reserve(buckets, /*empty=*/false));
     }
     // An empty table takes its buckets as empty blocks on the device,
     // which needs every block it holds there first.
-    if (table_.record_count() == 0 && table_.stash().empty() &&
-        buffer_.empty()) {
+    const bool empty =
+        table_.record_count() == 0 && table_.stash().empty() && buffer_.empty();
+    if (empty) {
       RT_RETURN_IF_ERROR(error_.Note(CheckpointLocked(/*complete=*/true)));
     }
-    RT_RETURN_IF_ERROR(error_.Note(table_.Reserve(buckets)));
+    RT_RETURN_IF_ERROR(error_.Note(table_.Reserve(buckets, empty)));
     internal::KillPoint("reserve: buckets added");
     return error_.Note(CheckpointLocked(/*complete=*/true));
   });

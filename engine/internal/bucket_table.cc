@@ -135,12 +135,15 @@ absl::Status BucketTable::MaybeShrink() {
   return absl::OkStatus();
 }
 
-absl::Status BucketTable::Reserve(uint64_t buckets) {
+absl::Status BucketTable::Reserve(uint64_t buckets, bool empty) {
   min_buckets_ = buckets;
   const uint64_t m = mapping_.num_buckets();
   if (buckets <= m) return absl::OkStatus();
-  if (record_count_ == 0 && stash_.records() == 0 &&
-      store_->device().held().empty()) {
+  if (empty) {
+    if (record_count_ != 0 || stash_.records() != 0 ||
+        !store_->device().held().empty()) {
+      return absl::InternalError("reserving as empty a table that is not");
+    }
     RT_ASSIGN_OR_RETURN(mapping::RoundMapping grown,
                         mapping::RoundMapping::Create(layout_.s0, buckets));
     RT_RETURN_IF_ERROR(error_->Note(store_->AddEmpty(m, buckets)));

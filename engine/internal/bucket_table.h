@@ -113,10 +113,12 @@ class BucketTable {
   absl::Status MaybeShrink();
 
   // Table::Reserve: at least `buckets` buckets from now on (0: back to
-  // s0), taken at once. An empty table (no record, no stash, and its
-  // blocks all on the device: right after a checkpoint) takes them as
-  // empty blocks written straight to the file; otherwise each is a grow.
-  absl::Status Reserve(uint64_t buckets);
+  // s0), taken at once. With `empty` (the caller's word that the table
+  // holds no record anywhere, its write buffer included, and has just
+  // checkpointed completely: every block on the device, nothing held) as
+  // empty blocks written straight to the file; otherwise each is a grow,
+  // which the observer sees.
+  absl::Status Reserve(uint64_t buckets, bool empty);
   uint64_t min_buckets() const { return min_buckets_; }
 
  private:

@@ -141,6 +141,34 @@ TEST(TableReserveTest, ATableWithRecordsGrowsToTheReservation) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(TableReserveTest, PutsWaitingInTheWriteBufferFollowTheirKeys) {
+  const std::string dir = Dir("buffered");
+  // Reopened with no cache: the puts' blocks are not in memory, so the
+  // puts wait in the buffer (a few a bucket: none fills a block).
+  Options many = Layout(1024);
+  many.s0 = 512;
+  ASSERT_TRUE((*Table::Open(many, dir))->Close().ok());
+  Options o;
+  o.block_cache_bytes = 0;
+  o.write_buffer_bytes = 8 << 20;
+  auto table = *Table::Open(o, dir);
+  for (uint64_t i = 0; i < 200; ++i) {
+    ASSERT_TRUE(table->Put(Key(i), "buffered").ok());
+  }
+  const uint64_t before = table->GetStats().buckets;
+  ASSERT_GT(table->GetStats().buffered_records, 0u);
+  ASSERT_TRUE(table->Reserve(100000, 16, 8).ok());
+  EXPECT_GT(table->GetStats().buckets, 2 * before);
+  for (uint64_t i = 0; i < 200; ++i) {
+    ASSERT_EQ(*table->Get(Key(i)), "buffered") << i;
+  }
+  ASSERT_TRUE(table->Flush().ok());
+  ASSERT_TRUE(table->Check().ok()) << table->Check();
+  EXPECT_EQ(*table->Count(), 200u);
+  ASSERT_TRUE(table->Close().ok());
+  std::filesystem::remove_all(dir);
+}
+
 // Ends the process at the named kill point (in the child only).
 std::string_view g_die_at;
 void DieAt(std::string_view point) {
