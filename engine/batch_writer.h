@@ -36,8 +36,6 @@ class BatchWriter {
 
   uint64_t records() const { return records_; }  // puts
 
-  uint64_t bytes() const { return bytes_; }
-
  private:
   absl::Status WriteBatchOut();
 

@@ -82,12 +82,10 @@ absl::Status Table::Impl::Reserve(uint64_t records, size_t key_bytes,
     if (records > 0) {
       // A record in its block: its key and value (or the reference that
       // stands for a value out of line), their lengths and its slot.
-      size_t stored = value_bytes;
-      if (internal::EncodedSize(key_bytes, value_bytes) >
-          layout_.max_record()) {
-        stored = internal::kReferenceBytes;
-      }
-      const uint64_t per = internal::EncodedSize(key_bytes, stored);
+      const uint64_t per = internal::EncodedSize(
+          key_bytes, layout_.FitsInline(key_bytes, value_bytes)
+                         ? value_bytes
+                         : internal::kReferenceBytes);
       buckets =
           std::max(layout_.s0, layout_.NeededBuckets(records * per, records));
     }

@@ -99,7 +99,11 @@ struct Layout {
   // out of line, a reference in its place (value_ref.h). Every put asks:
   // inline.
   bool FitsInline(std::string_view key, std::string_view value) const {
-    return EncodedSize(key, value) <= max_record() && !IsReference(value);
+    return FitsInline(key.size(), value.size()) && !IsReference(value);
+  }
+  // The same by sizes alone (Table::Reserve's estimate).
+  bool FitsInline(size_t key_bytes, size_t value_bytes) const {
+    return EncodedSize(key_bytes, value_bytes) <= max_record();
   }
   // The longest key a block takes beside a reference: the bound on keys.
   size_t max_key() const;
