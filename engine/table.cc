@@ -295,6 +295,7 @@ absl::Status Table::Impl::WriteLocked(std::span<const Op> ops,
     *seq = *logged;
   }
   RT_RETURN_IF_ERROR(Apply(ops));
+  store_.CacheFrozen(kCachedPerWrite, table_.num_buckets());
   RT_RETURN_IF_ERROR(MaybeCheckpoint());
   return Paranoid();
 }
@@ -472,9 +473,9 @@ absl::Status Table::Impl::MaybeCheckpoint() {
 }
 
 absl::Status Table::Impl::CheckpointLocked(bool complete) {
-  // The journal is about to be overwritten: the checkpoint it holds must
-  // be in place first.
-  RT_RETURN_IF_ERROR(checkpointer_.Complete(/*rewrite_journal=*/false));
+  // The last checkpoint's thread is done first; this one's completes that
+  // checkpoint in place before its journal overwrites the last.
+  RT_RETURN_IF_ERROR(checkpointer_.FinishWrites());
   RT_RETURN_IF_ERROR(table_.stash().Flush());
   RT_RETURN_IF_ERROR(buffer_.records().Flush());
   Superblock next = checkpointer_.superblock();
@@ -494,8 +495,13 @@ absl::Status Table::Impl::CheckpointLocked(bool complete) {
   next.format_version = internal::kFormatVersion;
   ++next.sequence;
   // The held bucket blocks, clean once in place, go to the cache as they
-  // are; the thread seals them before it writes them.
-  store_.CacheHeld(table_.num_buckets());
+  // are (the thread seals them before it writes them): at once when the
+  // checkpoint completes now, else a few with each write from here on.
+  if (complete) {
+    store_.CacheHeld(table_.num_buckets());
+  } else {
+    store_.ListHeld(table_.num_buckets());
+  }
   RT_RETURN_IF_ERROR(checkpointer_.Stage(next));
   // The file the writers append to after this checkpoint; the other one
   // is emptied by the thread once the journal is durable.

@@ -44,7 +44,7 @@ if [ "$sanitize" -eq 1 ]; then
     table_power_loss_test block_device_contract_test deferred_device_test
   (cd "$top/build-tsan/tests" &&
    export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 &&
-   ./table_test --gtest_filter='*Concurrent*:*BesideTheWriters*:*GrowsFromEmptyAndShrinksBackToEmpty*' &&
+   ./table_test --gtest_filter='*Concurrent*:*BesideTheWriters*:*NextCheckpointsThread*:*GrowsFromEmptyAndShrinksBackToEmpty*' &&
    ./table_power_loss_test --gtest_filter='*Concurrent*' &&
    ./block_device_contract_test &&
    ./deferred_device_test)

@@ -158,6 +158,28 @@ void BucketStore::CacheHeld(uint64_t buckets) {
   cache_.InsertAll(clean);
 }
 
+void BucketStore::ListHeld(uint64_t buckets) {
+  to_cache_.clear();
+  for (const auto& [block, bytes] : blocks_->held()) {
+    if (block >= kHeaderBlocks && block - kHeaderBlocks < buckets) {
+      to_cache_.push_back(block);
+    }
+  }
+}
+
+void BucketStore::CacheFrozen(size_t n, uint64_t buckets) {
+  for (; n > 0 && !to_cache_.empty(); --n) {
+    const uint64_t block = to_cache_.back();
+    to_cache_.pop_back();
+    const uint64_t b = block - kHeaderBlocks;
+    if (b >= buckets || blocks_->Held(block) != nullptr || cache_.Contains(b) ||
+        !blocks_->CopyFrozen(block, work_.span())) {
+      continue;
+    }
+    cache_.Insert(b, work_.span());
+  }
+}
+
 absl::Status BucketStore::AddEmpty(uint64_t from, uint64_t buckets) {
   RT_RETURN_IF_ERROR(FormatBuckets(blocks_->inner(), from, buckets));
   return blocks_->ExtendFromInner(kHeaderBlocks + buckets);

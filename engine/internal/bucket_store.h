@@ -110,6 +110,17 @@ class BucketStore {
   // Checkpoints. Copies the held blocks of buckets below `buckets` into
   // the cache, where they serve reads once the checkpoint has frozen them.
   void CacheHeld(uint64_t buckets);
+  // As CacheHeld, but only lists them: once frozen, CacheFrozen copies
+  // them into the cache a few at a time, off any one write's path. Until
+  // then the frozen copies serve their reads (as a device read would,
+  // and such a read caches the block).
+  void ListHeld(uint64_t buckets);
+  // Copies up to `n` listed blocks of buckets below `buckets` into the
+  // cache, those still frozen and neither held nor cached (a block edited
+  // since is held, and the frozen copy stale). A listed block left when
+  // its checkpoint's images are freed is not cached: its next read reads
+  // it.
+  void CacheFrozen(size_t n, uint64_t buckets);
   // The deferred device over the block file.
   DeferredDevice& device() { return *blocks_; }
   const DeferredDevice& device() const { return *blocks_; }
@@ -158,6 +169,9 @@ class BucketStore {
   std::vector<bool> listed_;  // by bucket: in edited_
   // A block read from the device before it is held.
   io::AlignedBuffer work_;
+  // Held blocks of the last checkpoint not yet copied into the cache
+  // (ListHeld, CacheFrozen), by block number.
+  std::vector<uint64_t> to_cache_;
   // Reads run under the table's reader lock, so their count is atomic.
   std::atomic<uint64_t> held_hits_{0};
 };

@@ -1,5 +1,6 @@
 #include "engine/internal/checkpointer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <system_error>
 #include <thread>
@@ -12,12 +13,45 @@
 
 namespace roundtable::internal {
 
+namespace {
+
+// Cuts `file` to `size` blocks if it is longer.
+absl::Status CutTo(io::BlockDevice& file, uint64_t size) {
+  if (file.num_blocks() <= size) return absl::OkStatus();
+  return file.Resize(size);
+}
+
+// The in-place half of completing checkpoint `done`, whose images are in
+// place: the files it changed synced, then its superblock written in
+// place and synced. Cutting the files to their new ends is the caller's.
+absl::Status SyncInPlace(
+    const Checkpointer::Pending& done,
+    const std::array<io::BlockDevice*, kJournaledFiles>& files) {
+  for (size_t id = 0; id < files.size(); ++id) {
+    if (done.changed[id]) RT_RETURN_IF_ERROR(files[id]->Sync());
+  }
+  io::BlockDevice& blocks = *files[kBlocksFileId];
+  io::AlignedBuffer superblock(blocks.block_size());
+  EncodeSuperblock(done.superblock, superblock.span());
+  RT_RETURN_IF_ERROR(blocks.Write(done.superblock.slot(), superblock.span()));
+  RT_RETURN_IF_ERROR(blocks.Sync());
+  KillPoint("checkpoint: superblock synced");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 // A checkpoint's writes, on a thread of their own: the bucket blocks
-// sealed, the journal, synced, then each file's images in place and their
-// write-back started. The images are the frozen blocks of the deferred
-// devices, unchanged but for the seal until FinishWrites.
+// sealed, the checkpoint before completed in place, the journal, synced,
+// then each file's images in place and their write-back started. The
+// images are the frozen blocks of the deferred devices, unchanged but for
+// the seal until FinishWrites.
 struct Checkpointer::Writes {
   Pending pending;
+  // The checkpoint before this one, left pending (its images in place, not
+  // synced there), which this thread completes in place before its
+  // journal overwrites that checkpoint's: off the writers' path.
+  std::optional<Pending> complete_first;
   // The device whose frozen blocks the thread seals first.
   DeferredDevice* unsealed = nullptr;
   io::BlockDevice* journal = nullptr;
@@ -25,7 +59,7 @@ struct Checkpointer::Writes {
   std::vector<JournalEntry> entries;
   io::AlignedBuffer superblock;
   std::function<absl::Status()> sync_first;  // before the journal
-  std::function<void()> journal_durable;  // called once it is
+  std::function<void()> journal_durable;     // called once it is
   // The log file the writers do not append to after this checkpoint (the
   // one they left, or after a complete checkpoint the other): its records
   // are covered once the journal is durable, and it is then emptied and
@@ -54,6 +88,7 @@ struct Checkpointer::Writes {
   }
   absl::Status WriteAll() {
     unsealed->SealFrozen();
+    if (complete_first) RT_RETURN_IF_ERROR(SyncInPlace(*complete_first, files));
     RT_RETURN_IF_ERROR(sync_first());
     RT_RETURN_IF_ERROR(
         WriteJournal(*journal, pending.superblock.sequence, entries));
@@ -140,7 +175,8 @@ absl::Status Checkpointer::Stage(const Superblock& next) {
       entries.push_back({layer.id, block, bytes.span()});
     }
   }
-  job->superblock = io::AlignedBuffer(layers_[kBlocksFileId].file->block_size());
+  job->superblock =
+      io::AlignedBuffer(layers_[kBlocksFileId].file->block_size());
   EncodeSuperblock(next, job->superblock.span());
   entries.push_back({kBlocksFileId, next.slot(), job->superblock.span()});
   // Each file grown to its new size here; the journal, then the images in
@@ -164,12 +200,13 @@ absl::Status Checkpointer::Stage(const Superblock& next) {
   return absl::OkStatus();
 }
 
-void Checkpointer::Launch(io::BlockDevice* spare_log,
-                          uint64_t spare_log_blocks,
+void Checkpointer::Launch(io::BlockDevice* spare_log, uint64_t spare_log_blocks,
                           std::function<void()> journal_durable) {
   staged_->spare_log = spare_log;
   staged_->spare_log_blocks = spare_log_blocks;
   staged_->journal_durable = std::move(journal_durable);
+  staged_->complete_first = std::move(pending_);
+  pending_.reset();
   // What lies past the files' new ends stays until the checkpoint is
   // complete; the deferred devices read it as zeros meanwhile.
   for (const CheckpointLayer& layer : layers_) layer.seen->Freeze();
@@ -184,34 +221,39 @@ absl::Status Checkpointer::FinishWrites() {
   if (writes_ == nullptr) return absl::OkStatus();
   writes_->Join();
   const absl::Status s = writes_->status;
-  if (s.ok()) durable_sequence_ = writes_->pending.superblock.sequence;
+  std::optional<Pending> completed;
+  if (s.ok()) {
+    durable_sequence_ = writes_->pending.superblock.sequence;
+    completed = std::move(writes_->complete_first);
+  }
+  const std::array<uint64_t, kJournaledFiles> sizes = writes_->pending.sizes;
   writes_.reset();
   for (const CheckpointLayer& layer : layers_) layer.seen->ReleaseFrozen();
-  return s;
+  if (!completed) return s;
+  // The thread completed the checkpoint before this one in place: what
+  // lies past both checkpoints' ends is no longer needed.
+  for (const CheckpointLayer& layer : layers_) {
+    RT_RETURN_IF_ERROR(CutTo(
+        *layer.file, std::max(completed->sizes[layer.id], sizes[layer.id])));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Checkpointer::Complete(bool rewrite_journal) {
   RT_RETURN_IF_ERROR(FinishWrites());
   if (!pending_) return absl::OkStatus();
   const Superblock done = pending_->superblock;
-  for (const CheckpointLayer& layer : layers_) {
-    if (pending_->changed[layer.id]) RT_RETURN_IF_ERROR(layer.file->Sync());
-  }
-  io::BlockDevice& blocks = *layers_[kBlocksFileId].file;
-  io::AlignedBuffer superblock(blocks.block_size());
-  EncodeSuperblock(done, superblock.span());
-  RT_RETURN_IF_ERROR(blocks.Write(done.slot(), superblock.span()));
-  RT_RETURN_IF_ERROR(blocks.Sync());
-  KillPoint("checkpoint: superblock synced");
+  std::array<io::BlockDevice*, kJournaledFiles> files{};
+  for (const CheckpointLayer& layer : layers_) files[layer.id] = layer.file;
+  RT_RETURN_IF_ERROR(SyncInPlace(*pending_, files));
   // Only now: the older superblock needed what lay past the new ends.
   for (const CheckpointLayer& layer : layers_) {
-    const uint64_t size = pending_->sizes[layer.id];
-    if (layer.file->num_blocks() > size) {
-      RT_RETURN_IF_ERROR(layer.file->Resize(size));
-    }
+    RT_RETURN_IF_ERROR(CutTo(*layer.file, pending_->sizes[layer.id]));
   }
   pending_.reset();
   if (!rewrite_journal) return absl::OkStatus();
+  io::AlignedBuffer superblock(files[kBlocksFileId]->block_size());
+  EncodeSuperblock(done, superblock.span());
   const JournalEntry kept = {kBlocksFileId, done.slot(), superblock.span()};
   return WriteJournal(*journal_, done.sequence, {&kept, 1});
 }

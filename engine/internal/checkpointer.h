@@ -1,6 +1,6 @@
 // Checkpoints (docs/durability.md): the held blocks of the table's four
-// journaled files and the next superblock go first into the journal, synced (the
-// commit point), then in place; later the files are synced and the
+// journaled files and the next superblock go first into the journal, synced
+// (the commit point), then in place; later the files are synced and the
 // superblock written in place. It owns the superblock of the last
 // checkpoint, the thread that writes a checkpoint while the writers go on,
 // the checkpoint left pending in place, and the policy of when the next
@@ -9,13 +9,18 @@
 //   Stage     (writer lock) the images listed, each file grown to its new
 //             size, the superblock encoded;
 //   Launch    (writer lock) the held blocks frozen and the writes started
-//             on a thread of their own: seal the bucket blocks, write and
+//             on a thread of their own: seal the bucket blocks, complete
+//             the checkpoint left pending (below) in place, write and
 //             sync the journal, empty the log file the writers left, then
-//             write the images in place and start their write-back;
-//   FinishWrites (writer lock) waits for that thread, frees the images;
-//   Complete  (writer lock) the files synced, the superblock in place and
-//             synced, the files cut to their new ends, and (when asked) the
-//             journal rewritten with the superblock alone.
+//             write the images in place and start their write-back; the
+//             checkpoint is left pending;
+//   FinishWrites (writer lock) waits for that thread, frees the images,
+//             and cuts the files the completed checkpoint shrank;
+//   Complete  (writer lock) completes the pending checkpoint now, rather
+//             than on the next one's thread: the files synced, the
+//             superblock in place and synced, the files cut to their new
+//             ends, and (when asked) the journal rewritten with the
+//             superblock alone.
 //
 // Thread-safety: every method runs under the table's writer lock, but
 // WaitWrites and the const reads, which run under its reader lock.
@@ -86,6 +91,8 @@ class Checkpointer {
   // `spare_log_blocks` blocks of zeros.
   void Launch(io::BlockDevice* spare_log, uint64_t spare_log_blocks,
               std::function<void()> journal_durable);
+  // Waits for the running checkpoint's thread, if any, and returns its
+  // error. REQUIRES before Stage: its journal overwrites the last one.
   absl::Status FinishWrites();
   // Completes the checkpoint left pending, if any. With `rewrite_journal`
   // the journal is then rewritten with the superblock alone, which frees
@@ -103,6 +110,15 @@ class Checkpointer {
   uint64_t held_blocks() const;
   uint64_t count() const { return count_; }
 
+  // A checkpoint's superblock, and each file's size in blocks, by file id.
+  struct Pending {
+    Superblock superblock;
+    std::array<uint64_t, kJournaledFiles> sizes{};
+    // Whether the checkpoint writes the file in place or grows it: a file
+    // it leaves alone needs no sync.
+    std::array<bool, kJournaledFiles> changed{};
+  };
+
  private:
   struct Writes;
 
@@ -113,14 +129,6 @@ class Checkpointer {
   const std::function<absl::Status()> sync_first_;
   Superblock sb_;
   uint64_t durable_sequence_;
-  // A checkpoint's superblock, and each file's size in blocks, by file id.
-  struct Pending {
-    Superblock superblock;
-    std::array<uint64_t, kJournaledFiles> sizes{};
-    // Whether the checkpoint writes the file in place or grows it: a file
-    // it leaves alone needs no sync.
-    std::array<bool, kJournaledFiles> changed{};
-  };
   // The checkpoint staged and not yet launched (dropped by the next Stage
   // if never launched), then the one running on its thread until
   // FinishWrites.

@@ -65,6 +65,14 @@ void DeferredDevice::SealFrozen() {
   }
 }
 
+bool DeferredDevice::CopyFrozen(uint64_t block, std::span<std::byte> out) {
+  const auto it = frozen_.find(block);
+  if (it == frozen_.end()) return false;
+  MutexLock lock(&frozen_mu_);
+  std::memcpy(out.data(), it->second.data, out.size());
+  return true;
+}
+
 void DeferredDevice::ReleaseFrozen() {
   for (auto& [block, bytes] : frozen_) free_.push_back(bytes.data);
   frozen_.clear();

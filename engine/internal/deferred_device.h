@@ -79,6 +79,10 @@ class DeferredDevice final : public io::BlockDevice {
   void Freeze();
   // The frozen blocks (empty unless between Freeze and ReleaseFrozen).
   const HeldMap& frozen() const { return frozen_; }
+  // Copies the frozen bytes of `block` into `out` (one block) and returns
+  // true, or returns false when it is not frozen. The copy may be unsealed:
+  // for the owner's own use, never for storage.
+  bool CopyFrozen(uint64_t block, std::span<std::byte> out);
 
   // How a block's image is made whole for storage (the table's bucket
   // blocks: their checksum), or none. With one, the held blocks are

@@ -25,6 +25,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engine/internal/kill_points.h"
 #include "engine/internal/superblock.h"
 #include "engine/internal/table_impl.h"
 #include "engine/mapping/round_mapping.h"
@@ -638,6 +639,67 @@ class GatedDevice final : public io::BlockDevice {
 // deferred device) see the checkpointed bytes, not the file's older ones,
 // and a synced write syncs both log files, since the journal that covers
 // the one the writers left is not durable yet.
+// Where each checkpoint's superblock reached its place: the thread that
+// passed the kill point after its sync.
+struct InPlaceSyncs {
+  static std::mutex mu;
+  static std::vector<std::thread::id> threads;
+  static void Note(std::string_view point) {
+    if (point != "checkpoint: superblock synced") return;
+    std::lock_guard<std::mutex> lock(mu);
+    threads.push_back(std::this_thread::get_id());
+  }
+};
+std::mutex InPlaceSyncs::mu;
+std::vector<std::thread::id> InPlaceSyncs::threads;
+
+// A checkpoint started by a write is completed in place (files synced,
+// superblock written and synced) by the next checkpoint's thread, never
+// by the writer: the writes that start checkpoints wait for no sync.
+TEST(TableTest, TheNextCheckpointsThreadCompletesTheLastInPlace) {
+  Options o = Posix();
+  o.block_size = 1024;
+  o.s0 = 4;
+  o.checkpoint_bytes = 64 << 10;
+  internal::SetKillHandler(&InPlaceSyncs::Note);
+  const std::string dir = TempDir("complete");
+  int puts = 0;
+  {
+    auto table = OpenOrDie(o, dir);
+    ASSERT_NE(table, nullptr);
+    const uint64_t created = table->GetStats().checkpoints;
+    {
+      std::lock_guard<std::mutex> lock(InPlaceSyncs::mu);
+      InPlaceSyncs::threads.clear();
+    }
+    int i = 0;
+    for (; table->GetStats().checkpoints < created + 4 && i < 200000; ++i) {
+      ASSERT_TRUE(table->Put("key" + std::to_string(i % 3000),
+                             "value" + std::to_string(i))
+                      .ok());
+    }
+    puts = i;
+    const uint64_t started = table->GetStats().checkpoints - created;
+    ASSERT_GE(started, 4u) << "no checkpoints after " << i << " puts";
+    {
+      std::lock_guard<std::mutex> lock(InPlaceSyncs::mu);
+      // Each but the last is complete, on a thread other than this one.
+      EXPECT_EQ(InPlaceSyncs::threads.size(), started - 1);
+      for (const std::thread::id id : InPlaceSyncs::threads) {
+        EXPECT_NE(id, std::this_thread::get_id());
+      }
+    }
+    ASSERT_TRUE(table->Close().ok());
+  }
+  internal::SetKillHandler(nullptr);
+  auto reopened = OpenOrDie(o, dir);
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_TRUE(reopened->Check().ok());
+  EXPECT_EQ(*reopened->Count(), static_cast<uint64_t>(std::min(puts, 3000)));
+  ASSERT_TRUE(reopened->Close().ok());
+  ASSERT_TRUE(DestroyTable(dir).ok());
+}
+
 TEST(TableTest, CheckpointsWriteBesideTheWriters) {
   Gate gate;
   Options o = Posix();

@@ -17,9 +17,7 @@ constexpr uint64_t kBuckets = 8;
 
 class BucketStoreTest : public testing::Test {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(FormatNewBlocks(*file_, kBuckets).ok());
-  }
+  void SetUp() override { ASSERT_TRUE(FormatNewBlocks(*file_, kBuckets).ok()); }
 
   // Puts key -> value into bucket b's block through an edit.
   void PutInBlock(BucketStore& store, uint64_t b, std::string_view key,
@@ -148,6 +146,50 @@ TEST_F(BucketStoreTest, ACheckpointCopiesTheHeldBlocksToTheCache) {
   PutInBlock(store, 7, "c", "3");
   store.CacheHeld(7);
   EXPECT_FALSE(store.Cached(7));
+}
+
+TEST_F(BucketStoreTest, FrozenBlocksReachTheCacheAFewAtATime) {
+  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  for (uint64_t b = 0; b < kBuckets; ++b) {
+    PutInBlock(store, b, "k" + std::to_string(b), "v");
+  }
+  store.RefreshFilters();
+  // A background checkpoint lists the held blocks, then freezes them.
+  store.ListHeld(kBuckets - 1);  // the last bucket is being released
+  store.device().Freeze();
+  for (uint64_t b = 0; b < kBuckets; ++b) EXPECT_FALSE(store.InMemory(b));
+  // Edited again since the freeze: held, and its frozen copy stale.
+  PutInBlock(store, 4, "new", "w");
+  store.RefreshFilters();
+  const uint64_t reads = file_->stats().blocks_read;
+  uint64_t cached = 0;
+  for (int round = 0; round < 8; ++round) {
+    store.CacheFrozen(2, kBuckets - 1);
+    uint64_t now = 0;
+    for (uint64_t b = 0; b < kBuckets; ++b) now += store.Cached(b);
+    EXPECT_LE(now, cached + 2);
+    cached = now;
+  }
+  for (uint64_t b = 0; b < kBuckets - 1; ++b) {
+    EXPECT_EQ(store.Cached(b), b != 4) << b;
+    EXPECT_EQ(FindIn(store, b, "k" + std::to_string(b)), "v");
+  }
+  EXPECT_EQ(FindIn(store, 4, "new"), "w");
+  EXPECT_FALSE(store.Cached(kBuckets - 1));
+  EXPECT_TRUE(store.Held(4));
+  // Nothing was read: the frozen copies served the cache.
+  EXPECT_EQ(file_->stats().blocks_read, reads);
+}
+
+TEST_F(BucketStoreTest, BlocksListedAfterTheirImagesWereFreedAreNotCached) {
+  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  PutInBlock(store, 1, "a", "1");
+  store.RefreshFilters();
+  store.ListHeld(kBuckets);
+  store.device().Freeze();
+  store.device().ReleaseFrozen();
+  store.CacheFrozen(8, kBuckets);
+  EXPECT_FALSE(store.Cached(1));
 }
 
 TEST_F(BucketStoreTest, WithNoCacheEveryReadGoesToTheDevice) {

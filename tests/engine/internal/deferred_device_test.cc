@@ -133,16 +133,22 @@ TEST(DeferredDeviceTest, FrozenBlocksAnswerReadsUntilReleased) {
   ASSERT_TRUE(device.Write(2, fill('B')).ok());
   EXPECT_NE(device.Held(2), nullptr);
   EXPECT_EQ(read(device, 2), blocks('B'));
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(
-                            device.frozen().at(2).data),
-                        kBlock),
-            blocks('b'));
+  EXPECT_EQ(
+      std::string(reinterpret_cast<const char*>(device.frozen().at(2).data),
+                  kBlock),
+      blocks('b'));
   // Cut off and grown again: zeros, though still frozen for whoever writes
   // it in place.
   ASSERT_TRUE(device.Resize(4).ok());
   ASSERT_TRUE(device.Resize(6).ok());
   EXPECT_EQ(read(device, 5), blocks('\0'));
   EXPECT_EQ(device.frozen().size(), 3u);
+  // Their owner may copy the frozen bytes (not the held ones) out.
+  io::AlignedBuffer copy(kBlock);
+  ASSERT_TRUE(device.CopyFrozen(2, copy.span()));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(copy.data()), kBlock),
+            blocks('b'));
+  EXPECT_FALSE(device.CopyFrozen(3, copy.span()));
   // The frozen bytes written in place, then released: reads go inside.
   for (const auto& [b, bytes] : device.frozen()) {
     ASSERT_TRUE(inner->Write(b, bytes.span()).ok());
@@ -150,6 +156,7 @@ TEST(DeferredDeviceTest, FrozenBlocksAnswerReadsUntilReleased) {
   ASSERT_TRUE(inner->Write(1, fill('i')).ok());  // only the inner has it now
   device.ReleaseFrozen();
   EXPECT_TRUE(device.frozen().empty());
+  EXPECT_FALSE(device.CopyFrozen(2, copy.span()));
   EXPECT_EQ(read(device, 1), blocks('i'));
   EXPECT_EQ(read(device, 2), blocks('B'));
   EXPECT_EQ(read(device, 5), blocks('\0'));
