@@ -295,7 +295,6 @@ absl::Status Table::Impl::WriteLocked(std::span<const Op> ops,
     *seq = *logged;
   }
   RT_RETURN_IF_ERROR(Apply(ops));
-  store_.CacheFrozen(kCachedPerWrite, table_.num_buckets());
   RT_RETURN_IF_ERROR(MaybeCheckpoint());
   return Paranoid();
 }
@@ -494,14 +493,9 @@ absl::Status Table::Impl::CheckpointLocked(bool complete) {
   next.min_buckets = table_.min_buckets();
   next.format_version = internal::kFormatVersion;
   ++next.sequence;
-  // The held bucket blocks, clean once in place, go to the cache as they
-  // are (the thread seals them before it writes them): at once when the
-  // checkpoint completes now, else a few with each write from here on.
-  if (complete) {
-    store_.CacheHeld(table_.num_buckets());
-  } else {
-    store_.ListHeld(table_.num_buckets());
-  }
+  // The held bucket blocks answer reads frozen while the thread seals and
+  // writes them, then, clean once in place, stay as cached blocks where
+  // they lie.
   RT_RETURN_IF_ERROR(checkpointer_.Stage(next));
   // The file the writers append to after this checkpoint; the other one
   // is emptied by the thread once the journal is durable.

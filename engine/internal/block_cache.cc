@@ -26,6 +26,8 @@ BlockCache::BlockCache(uint64_t capacity_bytes, uint32_t block_size,
     if (bytes >= kHugePage) madvise(arena_.data(), bytes, MADV_HUGEPAGE);
     bucket_of_.assign(capacity_blocks_, kFree);
     if (summarize_ != nullptr) filter_.resize(capacity_blocks_);
+    arena_base_ = arena_.data();
+    arena_end_ = arena_.data() + bytes;
     free_.reserve(capacity_blocks_);
     for (uint64_t i = capacity_blocks_; i > 0; --i) {
       free_.push_back(static_cast<uint32_t>(i - 1));
@@ -45,9 +47,11 @@ uint32_t BlockCache::TakeSlot() {
     free_.pop_back();
     return slot;
   }
+  if (lent_ >= capacity_blocks_) return kNoSlot;
   while (true) {
     const uint32_t slot = hand_;
     hand_ = static_cast<uint32_t>((hand_ + 1) % capacity_blocks_);
+    if (bucket_of_[slot] == kLent) continue;
     if (uint32_t& entry = slot_of_[bucket_of_[slot]]; entry & kReferenced) {
       entry &= ~kReferenced;
       continue;
@@ -64,18 +68,13 @@ void BlockCache::Insert(uint64_t b, std::span<const std::byte> bytes) {
   InsertLocked(b, bytes);
 }
 
-void BlockCache::InsertAll(std::span<const Block> blocks) {
-  if (!enabled()) return;
-  MutexLock lock(&mu_);
-  for (const Block& block : blocks) InsertLocked(block.bucket, block.bytes);
-}
-
 void BlockCache::InsertLocked(uint64_t b, std::span<const std::byte> bytes) {
   uint32_t slot = SlotOf(b);
   if (slot != kNoSlot) {
     Reference(b);
   } else {
     slot = TakeSlot();
+    if (slot == kNoSlot) return;
     bucket_of_[slot] = b;
     if (b >= slot_of_.size()) {
       slot_of_.resize(std::max<uint64_t>(b + 1, slot_of_.size() * 2), kNoSlot);
@@ -91,9 +90,51 @@ void BlockCache::Drop(uint64_t b) {
   MutexLock lock(&mu_);
   const uint32_t slot = SlotOf(b);
   if (slot == kNoSlot) return;
-  bucket_of_[slot] = kFree;
-  free_.push_back(slot);
+  FreeSlot(slot);
   slot_of_[b] = kNoSlot;
+}
+
+std::byte* BlockCache::Lend() {
+  if (!enabled()) return nullptr;
+  MutexLock lock(&mu_);
+  if (lent_ >= capacity_blocks_ / 2) return nullptr;
+  const uint32_t slot = TakeSlot();
+  if (slot == kNoSlot) return nullptr;
+  bucket_of_[slot] = kLent;
+  ++lent_;
+  return BytesOf(slot);
+}
+
+std::byte* BlockCache::LendCached(uint64_t b) {
+  if (!enabled()) return nullptr;
+  MutexLock lock(&mu_);
+  const uint32_t slot = SlotOf(b);
+  if (slot == kNoSlot) return nullptr;
+  slot_of_[b] = kNoSlot;
+  bucket_of_[slot] = kLent;
+  ++lent_;
+  return BytesOf(slot);
+}
+
+void BlockCache::Return(std::byte* bytes) {
+  MutexLock lock(&mu_);
+  --lent_;
+  FreeSlot(SlotAt(bytes));
+}
+
+void BlockCache::Adopt(uint64_t b, std::byte* bytes) {
+  MutexLock lock(&mu_);
+  --lent_;
+  const uint32_t slot = SlotAt(bytes);
+  if (const uint32_t old = SlotOf(b); old != kNoSlot) FreeSlot(old);
+  bucket_of_[slot] = b;
+  if (b >= slot_of_.size()) {
+    slot_of_.resize(std::max<uint64_t>(b + 1, slot_of_.size() * 2), kNoSlot);
+  }
+  slot_of_[b] = slot | kReferenced;
+  if (summarize_ != nullptr) {
+    filter_[slot] = summarize_({bytes, block_size_});
+  }
 }
 
 }  // namespace roundtable::internal

@@ -1,7 +1,8 @@
 // A cache of clean encoded bucket blocks with CLOCK replacement: each entry
-// is a copy of the bucket's current block (written blocks wait for a
-// checkpoint elsewhere, so eviction never writes anything). Capacity 0
-// disables it: every lookup misses and nothing is kept.
+// is the bucket's current block (written blocks wait for a checkpoint in
+// slots the cache lends out, beyond the clock's reach, so eviction never
+// writes anything; Lend and its kin below). Capacity 0 disables it: every
+// lookup misses and nothing is kept.
 //
 // The blocks live in one arena, a slot each, beside an array of slot records
 // and an array from bucket number to slot (buckets are dense, 0 .. m-1, so
@@ -30,8 +31,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "engine/internal/tag_filter.h"
-#include "io/block_device.h"
 #include "io/base/mutex.h"
+#include "io/block_device.h"
 
 namespace roundtable::internal {
 
@@ -79,21 +80,42 @@ class BlockCache {
   // Keeps `bytes` as bucket b's block (replacing an older copy), evicting
   // the clock's victim when full.
   void Insert(uint64_t b, std::span<const std::byte> bytes);
-  // Insert of each of `blocks`, in order, under one hold of the mutex.
-  struct Block {
-    uint64_t bucket;
-    std::span<const std::byte> bytes;
-  };
-  void InsertAll(std::span<const Block> blocks);
 
   // Forgets bucket b (released by a shrink).
   void Drop(uint64_t b);
+
+  // Slots lent out: the table holds the blocks it writes in the cache's
+  // arena, so that a block is in memory once whether clean or written,
+  // and a written block becomes a cached one without a copy. A lent slot
+  // is neither free nor cached, and never evicted, until it comes back.
+  //
+  // A slot to lend: a free one, or the clock's victim; null when half the
+  // slots are lent already (the other half stays for clean blocks), or
+  // the cache is disabled.
+  std::byte* Lend();
+  // Bucket b's cached slot, lent out as it is (no longer cached), or null
+  // when b is not cached. Lends past the half: the block was in memory.
+  std::byte* LendCached(uint64_t b);
+  // Whether `bytes` is a slot of the arena (one Lend could return).
+  bool Owns(const std::byte* bytes) const {
+    return enabled() && bytes >= arena_base_ && bytes < arena_end_;
+  }
+  // A lent slot back, free.
+  void Return(std::byte* slot);
+  // A lent slot back, caching bucket b with the bytes it holds
+  // (replacing an older copy, whose slot is freed).
+  void Adopt(uint64_t b, std::byte* slot);
+  uint64_t lent_slots() const {
+    MutexLock lock(&mu_);
+    return lent_;
+  }
 
   uint64_t hits() const { return hits_.load(); }
   uint64_t misses() const { return misses_.load(); }
 
  private:
   static constexpr uint64_t kFree = ~uint64_t{0};
+  static constexpr uint64_t kLent = ~uint64_t{0} - 1;
   static constexpr uint32_t kNoSlot = ~uint32_t{0};
   // CLOCK's reference bit lives in the bucket's entry of slot_of_, which a
   // lookup reads anyway, so a hit touches no other cache line than the
@@ -134,14 +156,26 @@ class BlockCache {
   }
   void InsertLocked(uint64_t b, std::span<const std::byte> bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A slot for a new block: a free one, or the clock's victim.
+  // A slot for a new block: a free one, or the clock's victim; kNoSlot
+  // when every slot is lent.
   uint32_t TakeSlot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint32_t SlotAt(const std::byte* bytes) const {
+    return static_cast<uint32_t>((bytes - arena_base_) / block_size_);
+  }
+  // Frees a slot that caches nothing.
+  void FreeSlot(uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    bucket_of_[slot] = kFree;
+    free_.push_back(slot);
+  }
 
   const uint64_t capacity_blocks_;
   const uint32_t block_size_;
   const Summarize summarize_;
   mutable Mutex mu_;
-  io::AlignedBuffer arena_ ABSL_GUARDED_BY(mu_);          // grows to capacity
+  io::AlignedBuffer arena_ ABSL_GUARDED_BY(mu_);  // grows to capacity
+  // The arena's bounds, for Owns (fixed at construction).
+  const std::byte* arena_base_ = nullptr;
+  const std::byte* arena_end_ = nullptr;
   // By slot, the filter of its block's tags (empty without summarize_).
   std::vector<TagFilter> filter_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> bucket_of_ ABSL_GUARDED_BY(mu_);  // by slot
@@ -150,6 +184,7 @@ class BlockCache {
   // largest bucket cached.
   std::vector<uint32_t> slot_of_ ABSL_GUARDED_BY(mu_);
   uint32_t hand_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t lent_ ABSL_GUARDED_BY(mu_) = 0;  // slots lent out
   std::atomic<uint64_t> hits_{0}, misses_{0};
 };
 

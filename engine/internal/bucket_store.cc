@@ -22,6 +22,19 @@ BucketStore::BucketStore(io::BlockDevice* file, uint32_t block_size,
   blocks_->set_seal([](uint64_t block, std::span<std::byte> bytes) {
     if (block >= kHeaderBlocks) EncodedBlock(bytes).Seal();
   });
+  blocks_->set_lender(&lender_);
+}
+
+bool BucketStore::CacheLender::TakeBack(uint64_t block, std::byte* slot,
+                                        bool current) {
+  if (!cache_->Owns(slot)) return false;
+  // Superblock images held from a replayed journal are not buckets'.
+  if (current && block >= kHeaderBlocks) {
+    cache_->Adopt(block - kHeaderBlocks, slot);
+  } else {
+    cache_->Return(slot);
+  }
+  return true;
 }
 
 bool BucketStore::FindIn(std::span<const std::byte> bytes, std::string_view key,
@@ -85,26 +98,24 @@ absl::StatusOr<EncodedBlock> BucketStore::Edit(uint64_t b, bool* fresh) {
   if (std::byte* held = FindHeld(b)) return View({held, block_size_});
   if (fresh != nullptr) *fresh = true;
   const uint64_t block = b + kHeaderBlocks;
-  std::span<std::byte> slot;
-  cache_.Visit(b, [&](std::span<const std::byte> cached) {
-    slot = blocks_->Hold(block);
-    std::memcpy(slot.data(), cached.data(), block_size_);
-  });
-  if (!slot.empty()) {
-    cache_.Drop(b);
-    return View(slot);
+  if (std::byte* cached = cache_.LendCached(b)) {
+    blocks_->Adopt(block, cached);
+    return View({cached, block_size_});
   }
   // Read before holding: a held block would answer its own read.
   RT_RETURN_IF_ERROR(blocks_->Read(block, work_.span()));
   RT_RETURN_IF_ERROR(VerifyBlock(work_.span(), b));
-  slot = blocks_->Hold(block);
+  const std::span<std::byte> slot = blocks_->Hold(block);
   std::memcpy(slot.data(), work_.data(), block_size_);
   return View(slot);
 }
 
 void BucketStore::Unhold(uint64_t b) {
   const uint64_t block = b + kHeaderBlocks;
-  cache_.Insert(b, {blocks_->Held(block), block_size_});
+  // A slot of the cache's goes back to it as the block's; another is
+  // copied there.
+  const std::byte* held = blocks_->Held(block);
+  if (!cache_.Owns(held)) cache_.Insert(b, {held, block_size_});
   blocks_->Release(block);
 }
 
@@ -141,43 +152,6 @@ void BucketStore::RefreshFilters() {
     }
   }
   edited_.clear();
-}
-
-void BucketStore::CacheHeld(uint64_t buckets) {
-  // Clean once in place, they go to the cache as they are: the cache keeps
-  // no checksum (its blocks are never verified again).
-  std::vector<BlockCache::Block> clean;
-  clean.reserve(blocks_->held().size());
-  for (auto& [block, bytes] : blocks_->held()) {
-    // Superblock images held from a replayed journal are superseded.
-    if (block < kHeaderBlocks) continue;
-    if (block - kHeaderBlocks < buckets) {
-      clean.push_back({block - kHeaderBlocks, bytes.span()});
-    }
-  }
-  cache_.InsertAll(clean);
-}
-
-void BucketStore::ListHeld(uint64_t buckets) {
-  to_cache_.clear();
-  for (const auto& [block, bytes] : blocks_->held()) {
-    if (block >= kHeaderBlocks && block - kHeaderBlocks < buckets) {
-      to_cache_.push_back(block);
-    }
-  }
-}
-
-void BucketStore::CacheFrozen(size_t n, uint64_t buckets) {
-  for (; n > 0 && !to_cache_.empty(); --n) {
-    const uint64_t block = to_cache_.back();
-    to_cache_.pop_back();
-    const uint64_t b = block - kHeaderBlocks;
-    if (b >= buckets || blocks_->Held(block) != nullptr || cache_.Contains(b) ||
-        !blocks_->CopyFrozen(block, work_.span())) {
-      continue;
-    }
-    cache_.Insert(b, work_.span());
-  }
 }
 
 absl::Status BucketStore::AddEmpty(uint64_t from, uint64_t buckets) {

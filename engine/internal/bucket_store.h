@@ -7,11 +7,13 @@
 // filters of the blocks changed since. Bucket b is block b + kHeaderBlocks
 // of the file; nothing above this class sees block numbers.
 //
-// Each block is in memory at most once: a held block has no cached copy
-// until a checkpoint moves it to the cache (CacheHeld).
+// Each block is in memory at most once: a held block has no cached copy,
+// and held blocks live in slots lent by the cache (as many as half of
+// them), so that an edit of a cached block holds it where it lies and a
+// checkpoint's blocks, once in place, become cached where they lie.
 //
 // Thread-safety: the table's writer lock for the methods that change blocks
-// (Edit, Rebuild, Unhold, Resize, RefreshFilters, CacheHeld); the reads
+// (Edit, Rebuild, Unhold, Resize, RefreshFilters); the reads
 // (Find, Load, ReadBlocks, InMemory) may run concurrently with each other
 // under its reader lock.
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_BUCKET_STORE_H_
@@ -56,7 +58,9 @@ class BucketStore {
       found = FindIn(bytes, key, tag, value);
     };
     if (cache_.VisitTagged(b, tag, find)) return found;
-    if (const std::byte* held = FindHeld(b)) {
+    const std::byte* held = FindHeld(b);
+    if (held == nullptr) held = FindFrozen(b);
+    if (held != nullptr) {
       if (HeldMayContain(b, tag)) find({held, block_size_});
       return found;
     }
@@ -73,9 +77,12 @@ class BucketStore {
 
   // Whether bucket b's block is held (a put edits it with no read).
   bool Held(uint64_t b) const { return blocks_->Held(b + kHeaderBlocks); }
-  // Whether it is held or cached.
-  bool InMemory(uint64_t b) { return Held(b) || cache_.Contains(b); }
-  bool Cached(uint64_t b) { return cache_.Contains(b); }
+  // Whether it is held or cached, or frozen by a checkpoint and not held
+  // anew (then the frozen image is the block).
+  bool InMemory(uint64_t b) { return Held(b) || Cached(b); }
+  bool Cached(uint64_t b) {
+    return cache_.Contains(b) || FindFrozen(b) != nullptr;
+  }
   // Starts loading what InMemory(b) and Edit(b) look at.
   void Prefetch(uint64_t b) {
     blocks_->PrefetchHeld(b + kHeaderBlocks);
@@ -83,14 +90,20 @@ class BucketStore {
   }
 
   // Edits. Bucket b's block, to edit in place: a held block where it lies;
-  // any other is read (from the cache, or from the device and verified)
-  // into a newly held slot and dropped from the cache, and *fresh (if
-  // given) is set. The edit is the write: the block stays held until the
-  // next checkpoint (Unhold undoes a fresh hold that changed nothing). The
-  // view is valid until the next change of the held blocks.
+  // a cached one is held where it lies (its slot leaves the cache); any
+  // other is read (a frozen image, or from the device and verified) into
+  // a newly held slot; and *fresh (if given) is set. The edit is the write: the
+  // block stays held until the next checkpoint (Unhold undoes a fresh hold that
+  // changed nothing). The view is valid until the next change of the held
+  // blocks.
   absl::StatusOr<EncodedBlock> Edit(uint64_t b, bool* fresh = nullptr);
   // Returns a block freshly held by Edit, unchanged, to the cache.
   void Unhold(uint64_t b);
+  // Held blocks take their slots from the cache's arena (up to half of
+  // it; the rest come from the deferred device's own chunks), so that a
+  // block is in memory once: a cached block that a write edits becomes
+  // held where it lies, and a checkpoint's blocks, once written in place,
+  // become cached where they lie (docs/table.md, "The block cache").
   // Bucket b's block made anew, empty, where it is held (a distribute's
   // rebuilt block); its cached copy dropped.
   EncodedBlock Rebuild(uint64_t b);
@@ -107,20 +120,6 @@ class BucketStore {
   // after a checkpoint: nothing held, nothing cut off).
   absl::Status AddEmpty(uint64_t from, uint64_t buckets);
 
-  // Checkpoints. Copies the held blocks of buckets below `buckets` into
-  // the cache, where they serve reads once the checkpoint has frozen them.
-  void CacheHeld(uint64_t buckets);
-  // As CacheHeld, but only lists them: once frozen, CacheFrozen copies
-  // them into the cache a few at a time, off any one write's path. Until
-  // then the frozen copies serve their reads (as a device read would,
-  // and such a read caches the block).
-  void ListHeld(uint64_t buckets);
-  // Copies up to `n` listed blocks of buckets below `buckets` into the
-  // cache, those still frozen and neither held nor cached (a block edited
-  // since is held, and the frozen copy stale). A listed block left when
-  // its checkpoint's images are freed is not cached: its next read reads
-  // it.
-  void CacheFrozen(size_t n, uint64_t buckets);
   // The deferred device over the block file.
   DeferredDevice& device() { return *blocks_; }
   const DeferredDevice& device() const { return *blocks_; }
@@ -135,6 +134,17 @@ class BucketStore {
  private:
   EncodedBlock View(std::span<std::byte> bytes) const {
     return EncodedBlock(bytes, block_records_);
+  }
+  // Bucket b's frozen image, if a checkpoint froze its block and no write
+  // held it since; its bytes are the block's but for the checksum, which
+  // the checkpoint's thread may be setting (a read never looks at it).
+  const std::byte* FindFrozen(uint64_t b) const {
+    const uint64_t block = b + kHeaderBlocks;
+    if (blocks_->frozen().empty() || blocks_->Held(block) != nullptr) {
+      return nullptr;
+    }
+    const auto it = blocks_->frozen().find(block);
+    return it == blocks_->frozen().end() ? nullptr : it->second.data;
   }
   // Bucket b's held block (a read it answers counts in held_hits), or null.
   std::byte* FindHeld(uint64_t b) {
@@ -169,9 +179,17 @@ class BucketStore {
   std::vector<bool> listed_;  // by bucket: in edited_
   // A block read from the device before it is held.
   io::AlignedBuffer work_;
-  // Held blocks of the last checkpoint not yet copied into the cache
-  // (ListHeld, CacheFrozen), by block number.
-  std::vector<uint64_t> to_cache_;
+  // Lends the cache's slots to the deferred device and takes them back.
+  class CacheLender final : public DeferredDevice::Lender {
+   public:
+    explicit CacheLender(BlockCache* cache) : cache_(cache) {}
+    std::byte* Lend() override { return cache_->Lend(); }
+    bool TakeBack(uint64_t block, std::byte* slot, bool current) override;
+
+   private:
+    BlockCache* const cache_;
+  };
+  CacheLender lender_{&cache_};
   // Reads run under the table's reader lock, so their count is atomic.
   std::atomic<uint64_t> held_hits_{0};
 };

@@ -20,6 +20,9 @@ DeferredDevice::DeferredDevice(io::BlockDevice* inner)
 }
 
 std::byte* DeferredDevice::Allocate() {
+  if (lender_ != nullptr) {
+    if (std::byte* slot = lender_->Lend()) return slot;
+  }
   if (free_.empty()) {
     constexpr size_t kChunk = size_t{2} << 20;
     const size_t bs = std::min<size_t>(block_size(), kChunk);
@@ -65,17 +68,20 @@ void DeferredDevice::SealFrozen() {
   }
 }
 
-bool DeferredDevice::CopyFrozen(uint64_t block, std::span<std::byte> out) {
-  const auto it = frozen_.find(block);
-  if (it == frozen_.end()) return false;
-  MutexLock lock(&frozen_mu_);
-  std::memcpy(out.data(), it->second.data, out.size());
-  return true;
+void DeferredDevice::ReleaseFrozen() {
+  for (auto& [block, bytes] : frozen_) {
+    // In place now, and what reads see unless it was written again or cut
+    // off since.
+    const bool current =
+        block < zero_from_ && block < size_ && Held(block) == nullptr;
+    Free(block, bytes.data, current);
+  }
+  frozen_.clear();
 }
 
-void DeferredDevice::ReleaseFrozen() {
-  for (auto& [block, bytes] : frozen_) free_.push_back(bytes.data);
-  frozen_.clear();
+void DeferredDevice::Free(uint64_t block, std::byte* slot, bool current) {
+  if (lender_ != nullptr && lender_->TakeBack(block, slot, current)) return;
+  free_.push_back(slot);
 }
 
 absl::Status DeferredDevice::DoRead(uint64_t block,
@@ -125,23 +131,26 @@ absl::Status DeferredDevice::DoReadBatch(
 }
 
 std::span<std::byte> DeferredDevice::Hold(uint64_t block) {
-  const uint32_t bs = block_size();
   std::byte* slot = Held(block);
   if (slot == nullptr) {
     slot = Allocate();
-    held_.emplace(block, HeldBlock{slot, bs});
-    if (block >= index_.size()) index_.resize(block + 1, nullptr);
-    index_[block] = slot;
+    Adopt(block, slot);
   }
-  return {slot, bs};
+  return {slot, block_size()};
+}
+
+void DeferredDevice::Adopt(uint64_t block, std::byte* slot) {
+  held_.emplace(block, HeldBlock{slot, block_size()});
+  if (block >= index_.size()) index_.resize(block + 1, nullptr);
+  index_[block] = slot;
 }
 
 void DeferredDevice::Release(uint64_t block) {
   std::byte* slot = Held(block);
   if (slot == nullptr) return;
   index_[block] = nullptr;
-  free_.push_back(slot);
   held_.erase(block);
+  Free(block, slot, /*current=*/true);
 }
 
 absl::Status DeferredDevice::DoWrite(uint64_t block,
@@ -172,7 +181,7 @@ absl::Status DeferredDevice::DoResize(uint64_t num_blocks) {
         continue;
       }
       index_[it->first] = nullptr;
-      free_.push_back(it->second.data);
+      Free(it->first, it->second.data, /*current=*/false);
       held_.erase(it++);
     }
   }

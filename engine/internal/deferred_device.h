@@ -79,10 +79,27 @@ class DeferredDevice final : public io::BlockDevice {
   void Freeze();
   // The frozen blocks (empty unless between Freeze and ReleaseFrozen).
   const HeldMap& frozen() const { return frozen_; }
-  // Copies the frozen bytes of `block` into `out` (one block) and returns
-  // true, or returns false when it is not frozen. The copy may be unsealed:
-  // for the owner's own use, never for storage.
-  bool CopyFrozen(uint64_t block, std::span<std::byte> out);
+
+  // Where held blocks' slots may come from besides the device's own
+  // chunks (the table's bucket blocks: the cache's arena).
+  class Lender {
+   public:
+    virtual ~Lender() = default;
+    // A slot (one block), or null: the device uses its own.
+    virtual std::byte* Lend() = 0;
+    // A slot leaving the device, if it is the lender's (else false, and
+    // the device keeps it): `current` when its bytes are the block's as
+    // the device reads it then (a held block returned unchanged, or a
+    // frozen one now in place and not held anew), so that the lender may
+    // keep them as the block's.
+    virtual bool TakeBack(uint64_t block, std::byte* slot, bool current) = 0;
+  };
+  // Borrows `lender`, which must outlive the device. Set it before any
+  // write.
+  void set_lender(Lender* lender) { lender_ = lender; }
+  // Holds `block` in `slot` (the lender's, with the block's bytes), as
+  // Hold would a new slot. REQUIRES: the block is not held.
+  void Adopt(uint64_t block, std::byte* slot);
 
   // How a block's image is made whole for storage (the table's bucket
   // blocks: their checksum), or none. With one, the held blocks are
@@ -109,8 +126,12 @@ class DeferredDevice final : public io::BlockDevice {
   // Nothing to do: durability comes from the owner's checkpoint.
   absl::Status DoSync() override { return absl::OkStatus(); }
   absl::Status DoResize(uint64_t num_blocks) override;
-  // A free block-sized slot of the chunks (a new chunk when none is free).
+  // A slot for a block newly held: the lender's, or a free one of the
+  // chunks (a new chunk when none is free).
   std::byte* Allocate();
+  // A slot that no longer holds `block`: back to the lender if it is its,
+  // else free among the chunks'.
+  void Free(uint64_t block, std::byte* slot, bool current);
 
   io::BlockDevice* const inner_;
   io::Capabilities caps_;
@@ -132,6 +153,7 @@ class DeferredDevice final : public io::BlockDevice {
   std::vector<io::AlignedBuffer> chunks_;
   std::vector<std::byte*> free_;
   Seal seal_;
+  Lender* lender_ = nullptr;
   // Guards the bytes of the frozen blocks while SealFrozen changes them.
   Mutex frozen_mu_;
   // Every frozen block is sealed (or there is no seal): a read of one

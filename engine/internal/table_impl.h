@@ -136,12 +136,6 @@ class ROUNDTABLE_HIDDEN Table::Impl {
   size_t max_key_bytes() const { return layout_.max_key(); }
 
  private:
-  // Blocks of the last checkpoint each write copies into the cache
-  // (BucketStore::CacheFrozen): a checkpoint freezes at most the held
-  // blocks' budget, and the writes while its thread writes them out
-  // outnumber those blocks many times.
-  static constexpr size_t kCachedPerWrite = 2;
-
   absl::Status CheckOpen() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckWritable() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // The record of `key` in the write buffer or the stash, or null: the

@@ -1,6 +1,6 @@
 // The block cache on its own: hits and misses, CLOCK eviction, a newer copy
-// replacing an older one, Drop, InsertAll, lookups through the blocks' tag
-// filters, and the disabled cache.
+// replacing an older one, Drop, lookups through the blocks' tag
+// filters, lent slots, and the disabled cache.
 #include "engine/internal/block_cache.h"
 
 #include <cstring>
@@ -87,38 +87,6 @@ TEST(BlockCacheTest, DropFreesTheSlot) {
   EXPECT_TRUE(cache.Lookup(1, out.span()));
 }
 
-// InsertAll is Insert of each block in turn: the same blocks end up cached,
-// with the same bytes, after the same evictions.
-TEST(BlockCacheTest, InsertAllIsInsertOfEachInTurn) {
-  BlockCache one(5 * kBlock, kBlock), all(5 * kBlock, kBlock);
-  std::vector<io::AlignedBuffer> bytes;
-  for (int i = 0; i < 9; ++i) bytes.push_back(Filled(20 + i));
-  io::AlignedBuffer out(kBlock);
-  for (BlockCache* cache : {&one, &all}) {
-    cache->Insert(0, bytes[0].span());
-    cache->Insert(1, bytes[1].span());
-    ASSERT_TRUE(cache->Lookup(0, out.span()));  // referenced: survives a lap
-  }
-  // Buckets 2..8 (bucket 1 twice, the newer copy winning), past capacity.
-  std::vector<BlockCache::Block> blocks;
-  for (uint64_t b = 2; b < 9; ++b) blocks.push_back({b, bytes[b].span()});
-  blocks.push_back({1, bytes[8].span()});
-  for (const BlockCache::Block& block : blocks) {
-    one.Insert(block.bucket, block.bytes);
-  }
-  all.InsertAll(blocks);
-  int cached = 0;
-  for (uint64_t b = 0; b < 9; ++b) {
-    io::AlignedBuffer got(kBlock);
-    const bool hit = one.Lookup(b, out.span());
-    ASSERT_EQ(all.Lookup(b, got.span()), hit) << b;
-    if (!hit) continue;
-    ++cached;
-    EXPECT_EQ(std::memcmp(out.data(), got.data(), kBlock), 0) << b;
-  }
-  EXPECT_EQ(cached, 5);
-}
-
 // A bucket block of bucket b holding records with `tags`.
 io::AlignedBuffer BlockWithTags(uint64_t b, std::vector<uint16_t> tags) {
   io::AlignedBuffer bytes(kBlock);
@@ -154,6 +122,72 @@ TEST(BlockCacheTest, VisitTaggedSkipsBlocksTheFilterRulesOut) {
   EXPECT_EQ(visits, 4);
   EXPECT_TRUE(cache.VisitTagged(3, 0x0102, visit));
   EXPECT_EQ(visits, 4);
+}
+
+TEST(BlockCacheTest, LentSlotsAreNeverEvictedAndComeBackFreeOrCached) {
+  BlockCache cache(4 * kBlock, kBlock);
+  // Half the slots may be lent; then Lend says no.
+  std::byte* a = cache.Lend();
+  std::byte* b = cache.Lend();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(cache.Owns(a));
+  EXPECT_EQ(cache.Lend(), nullptr);
+  EXPECT_EQ(cache.lent_slots(), 2u);
+  const io::AlignedBuffer outside(kBlock);
+  EXPECT_FALSE(cache.Owns(outside.data()));
+  // Inserts take only the other two slots, never a lent one.
+  for (uint64_t bucket = 0; bucket < 6; ++bucket) {
+    cache.Insert(bucket, Filled(20 + bucket).span());
+  }
+  int cached = 0;
+  io::AlignedBuffer out(kBlock);
+  for (uint64_t bucket = 0; bucket < 6; ++bucket) {
+    cached += cache.Lookup(bucket, out.span());
+  }
+  EXPECT_EQ(cached, 2);
+  // A lent slot adopted as bucket 9's block, bytes as they are; another
+  // returned free.
+  std::memset(a, 99, kBlock);
+  cache.Adopt(9, a);
+  ASSERT_TRUE(cache.Lookup(9, out.span()));
+  EXPECT_EQ(FirstByte(out.span()), 99);
+  cache.Return(b);
+  EXPECT_EQ(cache.lent_slots(), 0u);
+  // A cached block lent where it lies: the same bytes, no longer cached.
+  std::byte* nine = cache.LendCached(9);
+  EXPECT_EQ(nine, a);
+  EXPECT_EQ(FirstByte({nine, kBlock}), 99);
+  EXPECT_FALSE(cache.Contains(9));
+  EXPECT_EQ(cache.LendCached(9), nullptr);
+  // With half lent, a cached block is still lent where it lies (it was
+  // in memory already).
+  ASSERT_NE(cache.Lend(), nullptr);
+  EXPECT_EQ(cache.Lend(), nullptr);
+  cache.Insert(7, Filled(7).span());
+  std::byte* seven = cache.LendCached(7);
+  ASSERT_NE(seven, nullptr);
+  EXPECT_EQ(cache.lent_slots(), 3u);
+  // Adopting a bucket already cached frees the older copy's slot.
+  cache.Insert(5, Filled(5).span());
+  std::memset(nine, 50, kBlock);
+  cache.Adopt(5, nine);
+  ASSERT_TRUE(cache.Lookup(5, out.span()));
+  EXPECT_EQ(FirstByte(out.span()), 50);
+  EXPECT_EQ(cache.lent_slots(), 2u);
+}
+
+TEST(BlockCacheTest, AllSlotsLentLeavesInsertsUncached) {
+  BlockCache cache(2 * kBlock, kBlock);
+  cache.Insert(0, Filled(1).span());
+  cache.Insert(1, Filled(2).span());
+  ASSERT_NE(cache.LendCached(0), nullptr);
+  ASSERT_NE(cache.LendCached(1), nullptr);
+  cache.Insert(2, Filled(3).span());  // no slot: not cached, no hang
+  io::AlignedBuffer out(kBlock);
+  EXPECT_FALSE(cache.Lookup(2, out.span()));
+  EXPECT_EQ(cache.Lend(), nullptr);
 }
 
 TEST(BlockCacheTest, DisabledCacheKeepsNothing) {

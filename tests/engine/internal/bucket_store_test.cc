@@ -134,62 +134,88 @@ TEST_F(BucketStoreTest, ARebuiltBlockIsEmptyHeldAndNotCached) {
   EXPECT_EQ(FindIn(store, 4, "r"), "1");
 }
 
-TEST_F(BucketStoreTest, ACheckpointCopiesTheHeldBlocksToTheCache) {
+// What a checkpoint does to the held blocks: frozen, sealed and written to
+// the file by its thread, then released.
+void Checkpoint(BucketStore& store, io::BlockDevice& file) {
+  DeferredDevice& held = store.device();
+  ASSERT_TRUE(file.Resize(held.num_blocks()).ok());
+  held.Freeze();
+  held.SealFrozen();
+  for (const auto& [block, bytes] : held.frozen()) {
+    ASSERT_TRUE(file.Write(block, bytes.span()).ok());
+  }
+  held.ReleaseFrozen();
+}
+
+TEST_F(BucketStoreTest, ACheckpointLeavesTheHeldBlocksCachedWhereTheyLie) {
   BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
   PutInBlock(store, 2, "a", "1");
   PutInBlock(store, 5, "b", "2");
   store.RefreshFilters();
-  store.CacheHeld(kBuckets);
+  const std::byte* slot = store.device().Held(2 + kHeaderBlocks);
+  store.device().Freeze();
+  store.device().SealFrozen();
+  // Frozen, they answer reads and count as in memory, with no read.
+  const uint64_t reads = file_->stats().blocks_read;
+  EXPECT_TRUE(store.Cached(2));
+  EXPECT_EQ(FindIn(store, 2, "a"), "1");
+  for (const auto& [block, bytes] : store.device().frozen()) {
+    ASSERT_TRUE(file_->Write(block, bytes.span()).ok());
+  }
+  store.device().ReleaseFrozen();
   EXPECT_TRUE(store.Cached(2));
   EXPECT_TRUE(store.Cached(5));
-  // Released buckets (at or past the count) are not cached.
-  PutInBlock(store, 7, "c", "3");
-  store.CacheHeld(7);
-  EXPECT_FALSE(store.Cached(7));
+  EXPECT_EQ(FindIn(store, 5, "b"), "2");
+  EXPECT_EQ(file_->stats().blocks_read, reads);
+  // The next edit holds the cached block where it lies: the same slot.
+  PutInBlock(store, 2, "c", "3");
+  EXPECT_EQ(store.device().Held(2 + kHeaderBlocks), slot);
+  EXPECT_FALSE(store.Cached(2));
+  EXPECT_EQ(FindIn(store, 2, "a"), "1");
+  EXPECT_EQ(FindIn(store, 2, "c"), "3");
 }
 
-TEST_F(BucketStoreTest, FrozenBlocksReachTheCacheAFewAtATime) {
+TEST_F(BucketStoreTest, ABlockWrittenAgainOrReleasedIsNotCachedFromItsImage) {
   BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
   for (uint64_t b = 0; b < kBuckets; ++b) {
     PutInBlock(store, b, "k" + std::to_string(b), "v");
   }
   store.RefreshFilters();
-  // A background checkpoint lists the held blocks, then freezes them.
-  store.ListHeld(kBuckets - 1);  // the last bucket is being released
   store.device().Freeze();
-  for (uint64_t b = 0; b < kBuckets; ++b) EXPECT_FALSE(store.InMemory(b));
-  // Edited again since the freeze: held, and its frozen copy stale.
+  store.device().SealFrozen();
+  // Written again while frozen: held anew, its image stale.
   PutInBlock(store, 4, "new", "w");
   store.RefreshFilters();
-  const uint64_t reads = file_->stats().blocks_read;
-  uint64_t cached = 0;
-  for (int round = 0; round < 8; ++round) {
-    store.CacheFrozen(2, kBuckets - 1);
-    uint64_t now = 0;
-    for (uint64_t b = 0; b < kBuckets; ++b) now += store.Cached(b);
-    EXPECT_LE(now, cached + 2);
-    cached = now;
+  // The last bucket released.
+  ASSERT_TRUE(store.Resize(kBuckets - 1).ok());
+  for (const auto& [block, bytes] : store.device().frozen()) {
+    ASSERT_TRUE(file_->Write(block, bytes.span()).ok());
   }
+  store.device().ReleaseFrozen();
   for (uint64_t b = 0; b < kBuckets - 1; ++b) {
     EXPECT_EQ(store.Cached(b), b != 4) << b;
     EXPECT_EQ(FindIn(store, b, "k" + std::to_string(b)), "v");
   }
   EXPECT_EQ(FindIn(store, 4, "new"), "w");
-  EXPECT_FALSE(store.Cached(kBuckets - 1));
   EXPECT_TRUE(store.Held(4));
-  // Nothing was read: the frozen copies served the cache.
-  EXPECT_EQ(file_->stats().blocks_read, reads);
+  EXPECT_FALSE(store.Cached(kBuckets - 1));
 }
 
-TEST_F(BucketStoreTest, BlocksListedAfterTheirImagesWereFreedAreNotCached) {
-  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
-  PutInBlock(store, 1, "a", "1");
+TEST_F(BucketStoreTest, HeldBlocksBorrowAtMostHalfTheCache) {
+  // A cache of 4 blocks lends 2; the other held blocks use the device's
+  // own memory.
+  BucketStore store(file_.get(), kBlock, 0, 4 * kBlock);
+  for (uint64_t b = 0; b < kBuckets; ++b) {
+    PutInBlock(store, b, "k" + std::to_string(b), "v");
+  }
   store.RefreshFilters();
-  store.ListHeld(kBuckets);
-  store.device().Freeze();
-  store.device().ReleaseFrozen();
-  store.CacheFrozen(8, kBuckets);
-  EXPECT_FALSE(store.Cached(1));
+  Checkpoint(store, *file_);
+  for (uint64_t b = 0; b < kBuckets; ++b) {
+    EXPECT_EQ(FindIn(store, b, "k" + std::to_string(b)), "v");
+  }
+  uint64_t cached = 0;
+  for (uint64_t b = 0; b < kBuckets; ++b) cached += store.Cached(b);
+  EXPECT_LE(cached, 4u);
 }
 
 TEST_F(BucketStoreTest, WithNoCacheEveryReadGoesToTheDevice) {

@@ -3,6 +3,7 @@
 // are applied, after which the inner device equals the model.
 #include "engine/internal/deferred_device.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <random>
@@ -143,12 +144,6 @@ TEST(DeferredDeviceTest, FrozenBlocksAnswerReadsUntilReleased) {
   ASSERT_TRUE(device.Resize(6).ok());
   EXPECT_EQ(read(device, 5), blocks('\0'));
   EXPECT_EQ(device.frozen().size(), 3u);
-  // Their owner may copy the frozen bytes (not the held ones) out.
-  io::AlignedBuffer copy(kBlock);
-  ASSERT_TRUE(device.CopyFrozen(2, copy.span()));
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(copy.data()), kBlock),
-            blocks('b'));
-  EXPECT_FALSE(device.CopyFrozen(3, copy.span()));
   // The frozen bytes written in place, then released: reads go inside.
   for (const auto& [b, bytes] : device.frozen()) {
     ASSERT_TRUE(inner->Write(b, bytes.span()).ok());
@@ -156,10 +151,53 @@ TEST(DeferredDeviceTest, FrozenBlocksAnswerReadsUntilReleased) {
   ASSERT_TRUE(inner->Write(1, fill('i')).ok());  // only the inner has it now
   device.ReleaseFrozen();
   EXPECT_TRUE(device.frozen().empty());
-  EXPECT_FALSE(device.CopyFrozen(2, copy.span()));
   EXPECT_EQ(read(device, 1), blocks('i'));
   EXPECT_EQ(read(device, 2), blocks('B'));
   EXPECT_EQ(read(device, 5), blocks('\0'));
+}
+
+// A lender's slots hold blocks, and come back to it as the blocks leave
+// the device: current when released unchanged or frozen and in place, not
+// when cut off or held anew since; the device's own slots stay with it.
+TEST(DeferredDeviceTest, LentSlotsGoBackToTheLender) {
+  struct Lender final : DeferredDevice::Lender {
+    std::vector<io::AlignedBuffer> slots;
+    size_t lent = 0;
+    std::vector<std::pair<uint64_t, bool>> back;  // block, current
+    std::byte* Lend() override {
+      return lent < slots.size() ? slots[lent++].data() : nullptr;
+    }
+    bool TakeBack(uint64_t block, std::byte* slot, bool current) override {
+      for (const io::AlignedBuffer& s : slots) {
+        if (s.data() == slot) {
+          back.emplace_back(block, current);
+          return true;
+        }
+      }
+      return false;
+    }
+  } lender;
+  for (int i = 0; i < 4; ++i) lender.slots.emplace_back(kBlock);
+  auto inner = io::NewMemoryDevice(kBlock);
+  ASSERT_TRUE(inner->Resize(8).ok());
+  DeferredDevice device(inner.get());
+  device.set_lender(&lender);
+  io::AlignedBuffer buffer(kBlock);
+  std::memset(buffer.data(), 'x', kBlock);
+  for (uint64_t b = 1; b <= 5; ++b) {  // the fifth uses the device's own
+    ASSERT_TRUE(device.Write(b, buffer.span()).ok());
+  }
+  EXPECT_EQ(lender.lent, 4u);
+  EXPECT_EQ(device.Held(1), lender.slots[0].data());
+  device.Release(1);  // unchanged: current
+  device.Freeze();
+  ASSERT_TRUE(device.Write(2, buffer.span()).ok());  // held anew
+  ASSERT_TRUE(device.Resize(4).ok());                // 4 and 5 cut off
+  device.ReleaseFrozen();
+  std::sort(lender.back.begin(), lender.back.end());
+  const std::vector<std::pair<uint64_t, bool>> want = {
+      {1, true}, {2, false}, {3, true}, {4, false}};
+  EXPECT_EQ(lender.back, want);
 }
 
 // With a seal, frozen blocks stay as written until SealFrozen; a read

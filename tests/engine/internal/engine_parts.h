@@ -37,8 +37,8 @@ struct EngineParts {
     sb.epsilon = 0.1;
     sb.hash_seed = 7;
     sb.num_buckets = s0;
-    store = std::make_unique<BucketStore>(blocks.get(), block_size, 0,
-                                          cache_bytes);
+    store =
+        std::make_unique<BucketStore>(blocks.get(), block_size, 0, cache_bytes);
     values = std::make_unique<ValueStore>(values_file.get(),
                                           spacemap_file.get(), sb);
     table = std::make_unique<BucketTable>(
@@ -54,7 +54,8 @@ struct EngineParts {
   std::optional<std::string> Lookup(std::string_view key) {
     const uint64_t h = table->Hash(key);
     const uint64_t b = table->BucketOf(h);
-    if (const Record* r = buffer->Find(b, key, h)) return std::string(r->value());
+    if (const Record* r = buffer->Find(b, key, h))
+      return std::string(r->value());
     if (const Record* r = table->FindStashed(b, key, h)) {
       return std::string(r->value());
     }
@@ -66,11 +67,10 @@ struct EngineParts {
   }
 
   // What a checkpoint does to the bucket blocks, without the journal: the
-  // held blocks copied to the cache, sealed, written to the block file,
-  // and no longer held.
+  // held blocks sealed, written to the block file, and no longer held
+  // (cached where they lie, when their slots are the cache's).
   void CheckpointBlocks() {
     DeferredDevice& held = store->device();
-    store->CacheHeld(table->num_buckets());
     ASSERT_TRUE(blocks->Resize(held.num_blocks()).ok());
     held.Freeze();
     held.SealFrozen();
@@ -86,8 +86,8 @@ struct EngineParts {
     store->RefreshFilters();
   }
 
-  std::unique_ptr<io::BlockDevice> blocks, stash_file, buffer_file,
-      values_file, spacemap_file;
+  std::unique_ptr<io::BlockDevice> blocks, stash_file, buffer_file, values_file,
+      spacemap_file;
   Superblock sb;
   FirstError error;
   std::unique_ptr<BucketStore> store;
