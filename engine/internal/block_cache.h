@@ -45,6 +45,8 @@ class BlockCache {
              Summarize summarize = nullptr);
 
   bool enabled() const { return capacity_blocks_ > 0; }
+  uint64_t capacity_blocks() const { return capacity_blocks_; }
+  uint32_t block_size() const { return block_size_; }
 
   // Copies bucket b's bytes into `out` and returns true on a hit.
   bool Lookup(uint64_t b, std::span<std::byte> out);

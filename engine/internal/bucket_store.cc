@@ -27,9 +27,16 @@ BucketStore::BucketStore(io::BlockDevice* file, uint32_t block_size,
 
 bool BucketStore::CacheLender::TakeBack(uint64_t block, std::byte* slot,
                                         bool current) {
-  if (!cache_->Owns(slot)) return false;
   // Superblock images held from a replayed journal are not buckets'.
-  if (current && block >= kHeaderBlocks) {
+  const bool keep = current && block >= kHeaderBlocks;
+  if (!cache_->Owns(slot)) {
+    // One of the device's own slots (the cache had lent half of its):
+    // the block is cached as a copy, and the slot stays with the device.
+    if (keep)
+      cache_->Insert(block - kHeaderBlocks, {slot, cache_->block_size()});
+    return false;
+  }
+  if (keep) {
     cache_->Adopt(block - kHeaderBlocks, slot);
   } else {
     cache_->Return(slot);
@@ -111,12 +118,8 @@ absl::StatusOr<EncodedBlock> BucketStore::Edit(uint64_t b, bool* fresh) {
 }
 
 void BucketStore::Unhold(uint64_t b) {
-  const uint64_t block = b + kHeaderBlocks;
-  // A slot of the cache's goes back to it as the block's; another is
-  // copied there.
-  const std::byte* held = blocks_->Held(block);
-  if (!cache_.Owns(held)) cache_.Insert(b, {held, block_size_});
-  blocks_->Release(block);
+  // Cached where it lies, or as a copy (CacheLender::TakeBack).
+  blocks_->Release(b + kHeaderBlocks);
 }
 
 EncodedBlock BucketStore::Rebuild(uint64_t b) {
@@ -156,7 +159,16 @@ void BucketStore::RefreshFilters() {
 
 absl::Status BucketStore::AddEmpty(uint64_t from, uint64_t buckets) {
   RT_RETURN_IF_ERROR(FormatBuckets(blocks_->inner(), from, buckets));
-  return blocks_->ExtendFromInner(kHeaderBlocks + buckets);
+  RT_RETURN_IF_ERROR(blocks_->ExtendFromInner(kHeaderBlocks + buckets));
+  // Every block is known empty, the older ones too (the table holds no
+  // record): as many as the cache holds are cached, so that the first
+  // write to each reads nothing (nor waits in the write buffer).
+  const uint64_t end = std::min<uint64_t>(buckets, cache_.capacity_blocks());
+  for (uint64_t b = 0; b < end; ++b) {
+    View(work_.span()).Init(b);
+    cache_.Insert(b, work_.span());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace roundtable::internal

@@ -117,7 +117,9 @@ class BucketStore {
   }
   // The file holds `buckets` buckets, those from `from` on empty blocks
   // written straight to the file (Table::Reserve of an empty table, right
-  // after a checkpoint: nothing held, nothing cut off).
+  // after a checkpoint: nothing held, nothing cut off). REQUIRES: no block
+  // holds a record; every block is then cached, empty, as far as the
+  // cache holds them.
   absl::Status AddEmpty(uint64_t from, uint64_t buckets);
 
   // The deferred device over the block file.

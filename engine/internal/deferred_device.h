@@ -87,11 +87,11 @@ class DeferredDevice final : public io::BlockDevice {
     virtual ~Lender() = default;
     // A slot (one block), or null: the device uses its own.
     virtual std::byte* Lend() = 0;
-    // A slot leaving the device, if it is the lender's (else false, and
-    // the device keeps it): `current` when its bytes are the block's as
-    // the device reads it then (a held block returned unchanged, or a
-    // frozen one now in place and not held anew), so that the lender may
-    // keep them as the block's.
+    // A slot leaving the device: true if it is the lender's (taken
+    // back), else false (the device keeps it). `current` when its bytes
+    // are the block's as the device reads it then (a held block returned
+    // unchanged, or a frozen one now in place and not held anew), so that
+    // the lender may keep them, or a copy, as the block's.
     virtual bool TakeBack(uint64_t block, std::byte* slot, bool current) = 0;
   };
   // Borrows `lender`, which must outlive the device. Set it before any

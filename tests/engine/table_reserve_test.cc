@@ -76,6 +76,36 @@ TEST(TableReserveTest, AFillOfWhatWasReservedAddsNoBucket) {
   }
 }
 
+// The reserved empty blocks are cached (as many as the cache holds), so a
+// fill of a table that fits the cache reads no block and puts nothing in
+// the write buffer: each put edits its block in memory.
+TEST(TableReserveTest, AFillOfReservedCachedBlocksReadsNothing) {
+  const std::string dir = Dir("cached");
+  Options o = Layout(1024);
+  o.block_cache_bytes = 4 << 20;
+  auto opened = Table::Open(o, dir);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<Table> table = *std::move(opened);
+  constexpr uint64_t kRecords = 20000;
+  ASSERT_TRUE(table->Reserve(kRecords, 16, 20).ok());
+  const TableStats reserved = table->GetStats();
+  ASSERT_LE(reserved.buckets * 1024, o.block_cache_bytes);
+  for (uint64_t i = 0; i < kRecords; ++i) {
+    ASSERT_TRUE(table->Put(Key(i), std::string(20, 'v')).ok());
+  }
+  const TableStats filled = table->GetStats();
+  EXPECT_EQ(filled.physical_blocks.blocks_read,
+            reserved.physical_blocks.blocks_read);
+  EXPECT_EQ(filled.buffered_records, 0u);
+  EXPECT_EQ(filled.buckets, reserved.buckets);
+  for (uint64_t i = 0; i < kRecords; i += 97) {
+    ASSERT_EQ(*table->Get(Key(i)), std::string(20, 'v')) << i;
+  }
+  EXPECT_TRUE(table->Check().ok());
+  ASSERT_TRUE(table->Close().ok());
+  ASSERT_TRUE(DestroyTable(dir).ok());
+}
+
 TEST(TableReserveTest, TheFloorSurvivesReopeningUntilLifted) {
   const std::string dir = Dir("floor");
   uint64_t reserved = 0;
