@@ -65,6 +65,15 @@ class BlockCache {
     return VisitUnlessRuledOut(b, &tag, fn);
   }
 
+  // False only when bucket b is cached and its block's filter rules `tag`
+  // out (then no record of the block has that tag); counts nothing.
+  bool MayContain(uint64_t b, uint16_t tag) {
+    if (!enabled() || summarize_ == nullptr) return true;
+    MutexLock lock(&mu_);
+    const uint32_t slot = SlotOf(b);
+    return slot == kNoSlot || filter_[slot].MayContain(tag);
+  }
+
   // Starts loading what the next lookup of bucket b reads first.
   void Prefetch(uint64_t b) {
     if (!enabled()) return;

@@ -109,6 +109,12 @@ absl::StatusOr<EncodedBlock> BucketStore::Edit(uint64_t b, bool* fresh) {
     blocks_->Adopt(block, cached);
     return View({cached, block_size_});
   }
+  if (FindFrozen(b) != nullptr) {
+    // Made here: copied as it is, its checksum set at the next checkpoint.
+    const std::span<std::byte> slot = blocks_->Hold(block);
+    blocks_->CopyFrozen(block, slot);
+    return View(slot);
+  }
   // Read before holding: a held block would answer its own read.
   RT_RETURN_IF_ERROR(blocks_->Read(block, work_.span()));
   RT_RETURN_IF_ERROR(VerifyBlock(work_.span(), b));

@@ -89,6 +89,14 @@ class BucketStore {
     cache_.Prefetch(b);
   }
 
+  // False only when bucket b's block is in memory and its tag filter
+  // rules `tag` out: no record of the block has that tag. Ask before Edit,
+  // which lets the block's filter pass every tag until the write ends.
+  bool MayContain(uint64_t b, uint16_t tag) {
+    if (Held(b) || FindFrozen(b) != nullptr) return HeldMayContain(b, tag);
+    return cache_.MayContain(b, tag);
+  }
+
   // Edits. Bucket b's block, to edit in place: a held block where it lies;
   // a cached one is held where it lies (its slot leaves the cache); any
   // other is read (a frozen image, or from the device and verified) into

@@ -46,9 +46,12 @@ absl::Status BucketTable::Put(std::string_view key, std::string_view value,
     if (stashed != nullptr) {
       old = EncodedSize(stashed->key(), stashed->value());
     } else {
+      // A block whose filter rules the key's tag out (a new key, mostly)
+      // is not searched.
+      const bool may_hold = store_->MayContain(b, TagOf(h));
       RT_ASSIGN_OR_RETURN(block, store_->Edit(b));
       ++logical_.put_reads;
-      found = block->Find(key, TagOf(h));
+      if (may_hold) found = block->Find(key, TagOf(h));
       if (found) old = found->size;
     }
     // As the paper does, make room first if the data would pass

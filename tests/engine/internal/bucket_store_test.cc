@@ -201,6 +201,52 @@ TEST_F(BucketStoreTest, ABlockWrittenAgainOrReleasedIsNotCachedFromItsImage) {
   EXPECT_FALSE(store.Cached(kBuckets - 1));
 }
 
+TEST_F(BucketStoreTest, AnEditOfAFrozenBlockCopiesItWithoutARead) {
+  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  PutInBlock(store, 3, "a", "1");
+  store.RefreshFilters();
+  store.device().Freeze();  // not sealed yet: the copy needs no checksum
+  const uint64_t reads = file_->stats().blocks_read;
+  bool fresh = false;
+  absl::StatusOr<EncodedBlock> block = store.Edit(3, &fresh);
+  ASSERT_TRUE(block.ok()) << block.status();
+  EXPECT_TRUE(fresh);
+  ASSERT_TRUE(block->Append("b", "2", Tag("b")));
+  store.RefreshFilters();
+  EXPECT_EQ(FindIn(store, 3, "a"), "1");
+  EXPECT_EQ(FindIn(store, 3, "b"), "2");
+  EXPECT_EQ(file_->stats().blocks_read, reads);
+  // The frozen image is as it was.
+  EXPECT_EQ(EncodedBlock(store.device().frozen().at(3 + kHeaderBlocks).span())
+                .count(),
+            1u);
+}
+
+TEST_F(BucketStoreTest, MayContainTrustsTheFiltersOfBlocksInMemory) {
+  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  // On the device only: anything may be there.
+  EXPECT_TRUE(store.MayContain(1, Tag("a")));
+  PutInBlock(store, 1, "a", "1");
+  // Being edited: every tag passes until the write ends.
+  EXPECT_TRUE(store.MayContain(1, Tag("zzz")));
+  store.RefreshFilters();
+  EXPECT_TRUE(store.MayContain(1, Tag("a")));
+  int ruled_out = 0;
+  for (int i = 0; i < 100; ++i) {
+    ruled_out += !store.MayContain(1, Tag("x" + std::to_string(i)));
+  }
+  EXPECT_GT(ruled_out, 50);
+  // Frozen, then cached where it lies: the same answers.
+  Checkpoint(store, *file_);
+  EXPECT_TRUE(store.Cached(1));
+  EXPECT_TRUE(store.MayContain(1, Tag("a")));
+  int still = 0;
+  for (int i = 0; i < 100; ++i) {
+    still += !store.MayContain(1, Tag("x" + std::to_string(i)));
+  }
+  EXPECT_EQ(still, ruled_out);
+}
+
 TEST_F(BucketStoreTest, HeldBlocksBorrowAtMostHalfTheCache) {
   // A cache of 4 blocks lends 2; the other held blocks use the device's
   // own memory, and are cached as copies once written.
