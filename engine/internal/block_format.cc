@@ -174,6 +174,13 @@ void EncodedBlock::Seal() {
   PutFixed64(data() + kChecksumAt, BlockChecksum(data(), bytes_.size()));
 }
 
+void CopyUnsealed(std::span<const std::byte> from, std::span<std::byte> to) {
+  std::memcpy(to.data(), from.data(), kChecksumAt);
+  std::memset(to.data() + kChecksumAt, 0, kBlockHeaderBytes - kChecksumAt);
+  std::memcpy(to.data() + kBlockHeaderBytes, from.data() + kBlockHeaderBytes,
+              from.size() - kBlockHeaderBytes);
+}
+
 absl::Status VerifyBlock(std::span<const std::byte> in, uint64_t bucket) {
   uint32_t count = 0, bytes = 0;
   RT_RETURN_IF_ERROR(Verify(in, bucket, &count, &bytes));

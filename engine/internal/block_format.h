@@ -190,6 +190,11 @@ class EncodedBlock {
 // says.
 TagFilter TagFilterOf(std::span<const std::byte> block);
 
+// Copies block `from` into `to` but for its checksum field, left zero:
+// exactly the bytes that a Seal of `from` running meanwhile on another
+// thread does not write (the copy is sealed again before it is stored).
+void CopyUnsealed(std::span<const std::byte> from, std::span<std::byte> to);
+
 // DataLoss, naming the bucket, unless `in` is a valid block of `bucket`
 // (magic, checksum, bucket number, directory and record framing). The tags
 // depend on the table's hash seed and are checked by Table::Check.

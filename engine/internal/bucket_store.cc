@@ -75,6 +75,10 @@ absl::Status BucketStore::ReadBlocks(std::span<const uint64_t> buckets,
       std::memcpy(out[i].data(), held, block_size_);
       continue;
     }
+    if (const std::byte* frozen = FindFrozen(buckets[i])) {
+      CopyUnsealed({frozen, block_size_}, out[i].span());
+      continue;
+    }
     missed.push_back(buckets[i]);
     reads.push_back({buckets[i] + kHeaderBlocks, out[i].span()});
   }
@@ -86,12 +90,17 @@ absl::Status BucketStore::ReadBlocks(std::span<const uint64_t> buckets,
   return absl::OkStatus();
 }
 
-// A block held since the last checkpoint was made here and is sealed only
-// at the checkpoint, so it is copied without a check (and not cached: the
+// A block held since the last checkpoint, or frozen by it, was made here
+// and is sealed only at the checkpoint, so it is copied without a check,
+// a frozen one without its checksum (and not cached: the
 // held copy serves its reads); one from the device is verified and cached.
 absl::Status BucketStore::LoadFromDevice(uint64_t b, std::span<std::byte> out) {
   if (const std::byte* held = FindHeld(b)) {
     std::memcpy(out.data(), held, out.size());
+    return absl::OkStatus();
+  }
+  if (const std::byte* frozen = FindFrozen(b)) {
+    CopyUnsealed({frozen, block_size_}, out);
     return absl::OkStatus();
   }
   RT_RETURN_IF_ERROR(blocks_->Read(b + kHeaderBlocks, out));
@@ -109,10 +118,12 @@ absl::StatusOr<EncodedBlock> BucketStore::Edit(uint64_t b, bool* fresh) {
     blocks_->Adopt(block, cached);
     return View({cached, block_size_});
   }
-  if (FindFrozen(b) != nullptr) {
-    // Made here: copied as it is, its checksum set at the next checkpoint.
+  if (const std::byte* frozen = FindFrozen(b)) {
+    // Made here, so not verified; copied without the checksum, which the
+    // checkpoint's thread may be setting, and which the next checkpoint
+    // sets in the copy.
     const std::span<std::byte> slot = blocks_->Hold(block);
-    blocks_->CopyFrozen(block, slot);
+    CopyUnsealed({frozen, block_size_}, slot);
     return View(slot);
   }
   // Read before holding: a held block would answer its own read.

@@ -68,12 +68,6 @@ void DeferredDevice::SealFrozen() {
   }
 }
 
-void DeferredDevice::CopyFrozen(uint64_t block, std::span<std::byte> out) {
-  const std::byte* frozen = frozen_.at(block).data;
-  MutexLock lock(&frozen_mu_);
-  std::memcpy(out.data(), frozen, out.size());
-}
-
 void DeferredDevice::ReleaseFrozen() {
   for (auto& [block, bytes] : frozen_) {
     // In place now, and what reads see unless it was written again or cut

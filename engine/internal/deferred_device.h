@@ -79,10 +79,6 @@ class DeferredDevice final : public io::BlockDevice {
   void Freeze();
   // The frozen blocks (empty unless between Freeze and ReleaseFrozen).
   const HeldMap& frozen() const { return frozen_; }
-  // Copies the frozen bytes of `block` (which must be frozen) into `out`,
-  // one block, as they are: perhaps unsealed, for the owner to edit and
-  // hold, never to store.
-  void CopyFrozen(uint64_t block, std::span<std::byte> out);
 
   // Where held blocks' slots may come from besides the device's own
   // chunks (the table's bucket blocks: the cache's arena).

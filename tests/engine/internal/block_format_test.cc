@@ -101,6 +101,29 @@ TEST(EncodedBlockTest, EveryFlippedByteIsDataLoss) {
 
 // A block of many tiny records: the directory and the records meet in the
 // middle, every byte is used, and one more record does not fit.
+// CopyUnsealed copies every byte but the checksum field (zero in the
+// copy): sealing the copy gives the sealed original, byte for byte.
+TEST(EncodedBlockTest, AnUnsealedCopySealsToTheOriginal) {
+  io::AlignedBuffer original(1024), copy(1024);
+  EncodedBlock block(original.span());
+  block.Init(7);
+  ASSERT_TRUE(block.Append("key", "value", 42));
+  block.Seal();
+  std::memset(copy.data(), 0xee, 1024);
+  CopyUnsealed(original.span(), copy.span());
+  for (size_t i = 0; i < 1024; ++i) {
+    if (i >= 24 && i < 32) {
+      EXPECT_EQ(copy.data()[i], std::byte{0}) << i;
+    } else {
+      EXPECT_EQ(copy.data()[i], original.data()[i]) << i;
+    }
+  }
+  EXPECT_FALSE(VerifyBlock(copy.span(), 7).ok());
+  EncodedBlock(copy.span()).Seal();
+  EXPECT_EQ(std::memcmp(copy.data(), original.data(), 1024), 0);
+  EXPECT_TRUE(VerifyBlock(copy.span(), 7).ok());
+}
+
 TEST(EncodedBlockTest, DirectoryAndRecordsFillTheBlock) {
   io::AlignedBuffer bytes(512);
   EncodedBlock block(bytes.span());
