@@ -32,8 +32,9 @@ bool BucketStore::CacheLender::TakeBack(uint64_t block, std::byte* slot,
   if (!cache_->Owns(slot)) {
     // One of the device's own slots (the cache had lent half of its):
     // the block is cached as a copy, and the slot stays with the device.
-    if (keep)
+    if (keep) {
       cache_->Insert(block - kHeaderBlocks, {slot, cache_->block_size()});
+    }
     return false;
   }
   if (keep) {

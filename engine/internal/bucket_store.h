@@ -9,8 +9,11 @@
 //
 // Each block is in memory at most once: a held block has no cached copy,
 // and held blocks live in slots lent by the cache (as many as half of
-// them), so that an edit of a cached block holds it where it lies and a
-// checkpoint's blocks, once in place, become cached where they lie.
+// them; the rest in the deferred device's own chunks), so that an edit of
+// a cached block holds it where it lies and a checkpoint's blocks, once
+// in place, become cached where they lie (docs/table.md, "The block
+// cache"). Until then a frozen block, not held anew, is read where it
+// lies and counts as in memory.
 //
 // Thread-safety: the table's writer lock for the methods that change blocks
 // (Edit, Rebuild, Unhold, Resize, RefreshFilters); the reads
@@ -99,19 +102,14 @@ class BucketStore {
 
   // Edits. Bucket b's block, to edit in place: a held block where it lies;
   // a cached one is held where it lies (its slot leaves the cache); any
-  // other is read (a frozen image, or from the device and verified) into
-  // a newly held slot; and *fresh (if given) is set. The edit is the write: the
-  // block stays held until the next checkpoint (Unhold undoes a fresh hold that
-  // changed nothing). The view is valid until the next change of the held
-  // blocks.
+  // other is copied (a frozen image, or read from the device and
+  // verified) into a newly held slot; and *fresh (if given) is set. The
+  // edit is the write: the block stays held until the next checkpoint
+  // (Unhold undoes a fresh hold that changed nothing). The view is valid
+  // until the next change of the held blocks.
   absl::StatusOr<EncodedBlock> Edit(uint64_t b, bool* fresh = nullptr);
   // Returns a block freshly held by Edit, unchanged, to the cache.
   void Unhold(uint64_t b);
-  // Held blocks take their slots from the cache's arena (up to half of
-  // it; the rest come from the deferred device's own chunks), so that a
-  // block is in memory once: a cached block that a write edits becomes
-  // held where it lies, and a checkpoint's blocks, once written in place,
-  // become cached where they lie (docs/table.md, "The block cache").
   // Bucket b's block made anew, empty, where it is held (a distribute's
   // rebuilt block); its cached copy dropped.
   EncodedBlock Rebuild(uint64_t b);
