@@ -62,7 +62,9 @@ class BucketStore {
     };
     if (cache_.VisitTagged(b, tag, find)) return found;
     const std::byte* held = FindHeld(b);
-    if (held == nullptr) held = FindFrozen(b);
+    if (held == nullptr && (held = FindFrozen(b)) != nullptr) {
+      held_hits_.fetch_add(1, std::memory_order_relaxed);
+    }
     if (held != nullptr) {
       if (HeldMayContain(b, tag)) find({held, block_size_});
       return found;

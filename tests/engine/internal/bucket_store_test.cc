@@ -155,10 +155,13 @@ TEST_F(BucketStoreTest, ACheckpointLeavesTheHeldBlocksCachedWhereTheyLie) {
   const std::byte* slot = store.device().Held(2 + kHeaderBlocks);
   store.device().Freeze();
   store.device().SealFrozen();
-  // Frozen, they answer reads and count as in memory, with no read.
+  // Frozen, they answer reads (held hits) and count as in memory, with no
+  // read.
   const uint64_t reads = file_->stats().blocks_read;
+  const uint64_t hits = store.held_hits();
   EXPECT_TRUE(store.Cached(2));
   EXPECT_EQ(FindIn(store, 2, "a"), "1");
+  EXPECT_EQ(store.held_hits(), hits + 1);
   for (const auto& [block, bytes] : store.device().frozen()) {
     ASSERT_TRUE(file_->Write(block, bytes.span()).ok());
   }
