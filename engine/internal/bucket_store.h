@@ -149,12 +149,7 @@ class BucketStore {
   // held it since; its bytes are the block's but for the checksum, which
   // the checkpoint's thread may be setting (a read never looks at it).
   const std::byte* FindFrozen(uint64_t b) const {
-    const uint64_t block = b + kHeaderBlocks;
-    if (blocks_->frozen().empty() || blocks_->Held(block) != nullptr) {
-      return nullptr;
-    }
-    const auto it = blocks_->frozen().find(block);
-    return it == blocks_->frozen().end() ? nullptr : it->second.data;
+    return blocks_->FrozenCurrent(b + kHeaderBlocks);
   }
   // Bucket b's held block (a read it answers counts in held_hits), or null.
   std::byte* FindHeld(uint64_t b) {

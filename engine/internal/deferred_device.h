@@ -79,6 +79,15 @@ class DeferredDevice final : public io::BlockDevice {
   void Freeze();
   // The frozen blocks (empty unless between Freeze and ReleaseFrozen).
   const HeldMap& frozen() const { return frozen_; }
+  // The frozen bytes of `block` if it is frozen and not held anew (then
+  // they are what reads of it see), else null. A seal may be changing
+  // them meanwhile (SealFrozen): the owner reads only what its seal
+  // leaves alone.
+  const std::byte* FrozenCurrent(uint64_t block) const {
+    if (frozen_.empty() || Held(block) != nullptr) return nullptr;
+    const auto it = frozen_.find(block);
+    return it == frozen_.end() ? nullptr : it->second.data;
+  }
 
   // Where held blocks' slots may come from besides the device's own
   // chunks (the table's bucket blocks: the cache's arena).
