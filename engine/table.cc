@@ -52,8 +52,8 @@ Table::Impl::Impl(const Options& options, std::string path,
       layout_(internal::Layout::Of(sb)),
       in_memory_(options.backend == io::Backend::kMemory),
       files_(std::move(files)),
-      store_(files_.blocks.get(), sb.block_size, sb.block_records,
-             options.block_cache_bytes),
+      store_(files_.blocks.get(), files_.blockmap.get(), sb.block_size,
+             sb.block_records, options.block_cache_bytes),
       values_(files_.values.get(), files_.spacemap.get(), sb),
       table_(sb, std::move(mapping), &store_, files_.stash.get(), &values_,
              &error_),
@@ -62,16 +62,19 @@ Table::Impl::Impl(const Options& options, std::string path,
               sb, files_.buffer.get(), &table_, &store_, &error_),
       log_({files_.wal[0].get(), files_.wal[1].get()},
            [this] { return values_.SyncWritten(); }),
-      checkpointer_(
-          {{{internal::kBlocksFileId, files_.blocks.get(), &store_.device()},
-            {internal::kStashFileId, files_.stash.get(),
-             &table_.stash().device()},
-            {internal::kBufferFileId, files_.buffer.get(),
-             &buffer_.records().device()},
-            {internal::kSpaceMapFileId, files_.spacemap.get(),
-             &values_.map().device()}}},
-          files_.journal.get(), sb, options.checkpoint_bytes,
-          HeldLimit(options), [this] { return values_.SyncWritten(); }) {}
+      checkpointer_({{{internal::kBlocksFileId, files_.blocks.get(),
+                       &store_.device(), &store_.places()},
+                      {internal::kStashFileId, files_.stash.get(),
+                       &table_.stash().device()},
+                      {internal::kBufferFileId, files_.buffer.get(),
+                       &buffer_.records().device()},
+                      {internal::kSpaceMapFileId, files_.spacemap.get(),
+                       &values_.map().device()},
+                      {internal::kBlockMapFileId, files_.blockmap.get(),
+                       &store_.places().device()}}},
+                    files_.journal.get(), sb, options.checkpoint_bytes,
+                    HeldLimit(options),
+                    [this] { return values_.SyncWritten(); }) {}
 
 absl::Status Table::Impl::CheckOpen() const {
   if (closed_) return absl::FailedPreconditionError("table is closed");
@@ -451,6 +454,7 @@ TableStats Table::Impl::GetStats() const {
     st.physical_buffer = files_.buffer->stats();
     st.physical_values = files_.values->stats();
     st.physical_spacemap = files_.spacemap->stats();
+    st.physical_blockmap = files_.blockmap->stats();
   }
   return st;
 }
@@ -493,6 +497,10 @@ absl::Status Table::Impl::CheckpointLocked(bool complete) {
   next.min_buckets = table_.min_buckets();
   next.format_version = internal::kFormatVersion;
   ++next.sequence;
+  // Each changed bucket block gets its new place, and the map its changed
+  // blocks.
+  RT_RETURN_IF_ERROR(store_.StagePlaces(next.num_buckets, next.sequence,
+                                        checkpointer_.durable_sequence()));
   // The held bucket blocks answer reads frozen while the thread seals and
   // writes them, then, clean once in place, stay as cached blocks where
   // they lie.
@@ -525,6 +533,7 @@ absl::Status Table::Impl::CheckpointLocked(bool complete) {
 
 absl::Status Table::Impl::Format() {
   MutexLock lock(&mu_);
+  RT_RETURN_IF_ERROR(store_.LoadPlaces(table_.num_buckets(), /*stored=*/false));
   RT_RETURN_IF_ERROR(log_.Start(log_.current(), /*left_uncovered=*/false));
   return CheckpointLocked(/*complete=*/true);
 }

@@ -39,18 +39,19 @@ absl::Status Table::Impl::Backup(const std::string& dir) {
     const char* name;
     uint64_t bytes = 0;
   };
-  std::array<Copied, 5> files = {{{in::kStashFile},
+  std::array<Copied, 6> files = {{{in::kStashFile},
                                   {in::kBufferFile},
                                   {in::kValuesFile},
                                   {in::kSpaceMapFile},
+                                  {in::kBlockMapFile},
                                   {in::kBlocksFile}}};
   {
     MutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckWritable());
     RT_RETURN_IF_ERROR(error_.Note(CheckpointLocked(/*complete=*/true)));
-    const std::array<io::BlockDevice*, 5> devices = {
-        files_.stash.get(), files_.buffer.get(), files_.values.get(),
-        files_.spacemap.get(), files_.blocks.get()};
+    const std::array<io::BlockDevice*, 6> devices = {
+        files_.stash.get(),    files_.buffer.get(),   files_.values.get(),
+        files_.spacemap.get(), files_.blockmap.get(), files_.blocks.get()};
     for (size_t i = 0; i < files.size(); ++i) {
       files[i].bytes = devices[i]->num_blocks() * layout_.block_size;
     }
@@ -112,7 +113,7 @@ absl::StatusOr<KeyLocation> Table::Impl::Locate(std::string_view key) {
   KeyLocation at;
   at.hash = layout_.Hash(key);
   at.bucket = table_.BucketOf(at.hash);
-  at.block = internal::kHeaderBlocks + at.bucket;
+  at.block = store_.PlaceOf(at.bucket);
   std::string value;
   if (const Record* r = buffer_.Find(at.bucket, key, at.hash)) {
     at.where = KeyLocation::Where::kWriteBuffer;

@@ -44,6 +44,7 @@ absl::Status ApplyJournal(const internal::Journal& journal,
       RT_RETURN_IF_ERROR(files.stash->Sync());
       RT_RETURN_IF_ERROR(files.buffer->Sync());
       RT_RETURN_IF_ERROR(files.spacemap->Sync());
+      RT_RETURN_IF_ERROR(files.blockmap->Sync());
     }
     RT_RETURN_IF_ERROR(files.blocks->Sync());
   }
@@ -130,9 +131,15 @@ absl::StatusOr<std::optional<internal::Journal>> Table::Impl::PrepareRecovery(
     // it, so that laying it in place can neither grow a file without
     // bound nor wrap its size around.
     RT_RETURN_IF_ERROR(CheckFormatVersion(path, *sb));
+    // With a block map, the bucket blocks are written at their places
+    // before the journal, never through it.
+    const bool placed = sb->format_version >= internal::kBlockMapVersion;
     const std::array<uint64_t, internal::kJournaledFiles> ends = {
-        kHeaderBlocks + sb->num_buckets, sb->stash_blocks, sb->buffer_blocks,
-        internal::SpaceMap::BlocksFor(sb->value_units, sb->block_size)};
+        placed ? kHeaderBlocks : kHeaderBlocks + sb->num_buckets,
+        sb->stash_blocks, sb->buffer_blocks,
+        internal::SpaceMap::BlocksFor(sb->value_units, sb->block_size),
+        placed ? internal::BlockMap::BlocksFor(sb->num_buckets, sb->block_size)
+               : 0};
     for (const internal::JournalImage& image : journal->images) {
       if (image.block >= ends[image.file]) {
         return absl::DataLossError(absl::StrCat(
@@ -142,6 +149,8 @@ absl::StatusOr<std::optional<internal::Journal>> Table::Impl::PrepareRecovery(
     }
     if (!read_only) RT_RETURN_IF_ERROR(ApplyJournal(*journal, files));
   }
+  // The block map checks its places against the block file (Recover).
+  if (sb->format_version >= internal::kBlockMapVersion) return journal;
   // The block file may be longer (a shrink not yet checkpointed). A
   // read-only open lays the journal's images in memory.
   uint64_t stored = files.blocks->num_blocks();
@@ -168,23 +177,30 @@ absl::Status Table::Impl::Recover(
     const std::optional<internal::Journal>& journal) {
   MutexLock lock(&mu_);
   const auto start = std::chrono::steady_clock::now();
-  if (journal && options_.read_only) {
-    const std::array<internal::DeferredDevice*, internal::kJournaledFiles>
-        seen = {&store_.device(), &table_.stash().device(),
-                &buffer_.records().device(), &values_.map().device()};
+  const Superblock& sb = checkpointer_.superblock();
+  // A read-only open lays the journal's images in memory: the block map's
+  // first, then the places are loaded, then the block file's (superblocks,
+  // or for a table without a block map its bucket blocks).
+  const std::array<internal::DeferredDevice*, internal::kJournaledFiles> seen =
+      {&store_.device(), &table_.stash().device(), &buffer_.records().device(),
+       &values_.map().device(), &store_.places().device()};
+  auto lay = [&](bool block_file) -> absl::Status {
+    if (!journal || !options_.read_only) return absl::OkStatus();
     for (const internal::JournalImage& image : journal->images) {
+      if ((image.file == internal::kBlocksFileId) != block_file) continue;
       internal::DeferredDevice& file = *seen[image.file];
       if (image.block >= file.num_blocks()) {
         RT_RETURN_IF_ERROR(file.Resize(image.block + 1));
       }
       RT_RETURN_IF_ERROR(file.Write(image.block, image.bytes.span()));
     }
-  }
+    return absl::OkStatus();
+  };
+  RT_RETURN_IF_ERROR(lay(/*block_file=*/false));
+  RT_RETURN_IF_ERROR(store_.LoadPlaces(
+      sb.num_buckets, sb.format_version >= internal::kBlockMapVersion));
+  RT_RETURN_IF_ERROR(lay(/*block_file=*/true));
   recovered_journal_ = journal.has_value();
-  const Superblock& sb = checkpointer_.superblock();
-  // The files may be longer than the superblock says (a shrink not yet
-  // checkpointed), never shorter (PrepareRecovery checked).
-  RT_RETURN_IF_ERROR(store_.Resize(sb.num_buckets));
   RT_RETURN_IF_ERROR(table_.stash().Load(layout_, table_.mapping()));
   RT_RETURN_IF_ERROR(buffer_.records().Load(layout_, table_.mapping()));
   RT_RETURN_IF_ERROR(values_.Load(sb.value_units));

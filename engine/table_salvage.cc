@@ -13,9 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "engine/batch_writer.h"
 #include "engine/internal/block_format.h"
+#include "engine/internal/block_map.h"
 #include "engine/internal/deferred_device.h"
 #include "engine/internal/journal.h"
 #include "engine/internal/layout.h"
@@ -33,11 +35,17 @@ namespace {
 
 using internal::Superblock;
 
-// Without a valid superblock: the block size at which block 2 is bucket
-// 0's, whole; the other layout fields their defaults, and the bucket count
-// what the block file holds (a completed checkpoint truncates it to its
-// table).
+// Whether `block` is a whole bucket block, of the bucket it names.
+bool WholeBucketBlock(std::span<const std::byte> block) {
+  return internal::VerifyBlock(block, internal::EncodedBlock(block).bucket())
+      .ok();
+}
+
+// Without a valid superblock: the block size at which one of the first
+// blocks after the superblocks is a whole bucket block; the other layout
+// fields their defaults (the blocks are then read by scanning the file).
 absl::StatusOr<Superblock> ProbeLayout(const std::string& path) {
+  constexpr uint64_t kProbed = 8;
   for (uint32_t bs = io::kMinBlockSize; bs <= io::kMaxBlockSize; bs *= 2) {
     io::DeviceOptions d;
     d.backend = io::Backend::kPosix;
@@ -47,12 +55,17 @@ absl::StatusOr<Superblock> ProbeLayout(const std::string& path) {
     RT_ASSIGN_OR_RETURN(
         auto device, io::OpenBlockDevice(
                          internal::TablePath(path, internal::kBlocksFile), d));
-    if (device->num_blocks() < internal::kHeaderBlocks + 1) continue;
     io::AlignedBuffer block(bs);
-    if (!device->Read(internal::kHeaderBlocks, block.span()).ok() ||
-        !internal::VerifyBlock(block.span(), 0).ok()) {
-      continue;
+    bool whole = false;
+    for (uint64_t at = internal::kHeaderBlocks;
+         at < std::min(device->num_blocks(),
+                       internal::kHeaderBlocks + kProbed) &&
+         !whole;
+         ++at) {
+      whole =
+          device->Read(at, block.span()).ok() && WholeBucketBlock(block.span());
     }
+    if (!whole) continue;
     Options defaults;
     defaults.block_size = bs;
     Superblock sb;
@@ -62,8 +75,8 @@ absl::StatusOr<Superblock> ProbeLayout(const std::string& path) {
   }
   return absl::DataLossError(absl::StrCat(
       path,
-      ": no valid superblock, and no block size at which bucket 0's "
-      "block is whole"));
+      ": no valid superblock, and no block size at which the first blocks "
+      "after the superblocks hold a whole bucket block"));
 }
 
 // A table's files read one by one, for SalvageFiles: every file read-only,
@@ -74,7 +87,8 @@ struct RawTable {
   Superblock sb;
   bool layout_known = true;
   internal::TableFiles files;
-  std::unique_ptr<internal::DeferredDevice> blocks, stash, buffer, spacemap;
+  std::unique_ptr<internal::DeferredDevice> blocks, stash, buffer, spacemap,
+      blockmap;
 };
 
 absl::StatusOr<RawTable> OpenRaw(const std::string& path) {
@@ -104,11 +118,14 @@ absl::StatusOr<RawTable> OpenRaw(const std::string& path) {
       std::make_unique<internal::DeferredDevice>(raw.files.buffer.get());
   raw.spacemap =
       std::make_unique<internal::DeferredDevice>(raw.files.spacemap.get());
+  raw.blockmap =
+      std::make_unique<internal::DeferredDevice>(raw.files.blockmap.get());
   RT_ASSIGN_OR_RETURN(std::optional<internal::Journal> journal,
                       internal::ReadJournal(*raw.files.journal));
   if (!journal || journal->sequence <= raw.sb.sequence) return raw;
   const std::array<internal::DeferredDevice*, internal::kJournaledFiles> seen =
-      {raw.blocks.get(), raw.stash.get(), raw.buffer.get(), raw.spacemap.get()};
+      {raw.blocks.get(), raw.stash.get(), raw.buffer.get(), raw.spacemap.get(),
+       raw.blockmap.get()};
   for (const internal::JournalImage& image : journal->images) {
     if (image.file >= internal::kJournaledFiles) continue;
     if (image.file == internal::kBlocksFileId &&
@@ -204,24 +221,63 @@ absl::Status SalvageFiles(RawTable& raw, Table& into,
       load_copy(*raw.stash, sb.stash_epoch, sb.stash_blocks, "stash copy"));
   uint64_t stored_read = copy.records();  // the stash's, then the blocks'
 
-  const uint64_t m = std::min<uint64_t>(
-      sb.num_buckets,
-      raw.blocks->num_blocks() - std::min<uint64_t>(raw.blocks->num_blocks(),
-                                                    internal::kHeaderBlocks));
-  io::AlignedBuffer block(sb.block_size);
-  for (uint64_t b = 0; b < m; ++b) {
-    if (!raw.blocks->Read(internal::kHeaderBlocks + b, block.span()).ok() ||
-        !internal::VerifyBlock(block.span(), b).ok()) {
-      ++report->damaged_blocks;
-      continue;
-    }
+  auto take = [&](std::span<const std::byte> block, uint64_t b) {
     absl::Status status;
-    internal::EncodedBlock(block.span())
-        .ForEach([&](std::string_view key, std::string_view stored) {
+    internal::EncodedBlock(block).ForEach(
+        [&](std::string_view key, std::string_view stored) {
           ++stored_read;
           if (status.ok()) status = put(key, stored, b);
         });
-    RT_RETURN_IF_ERROR(status);
+    return status;
+  };
+  io::AlignedBuffer block(sb.block_size);
+  // The bucket blocks where the block map places them (before format
+  // version 10, bucket b at block b + 2)...
+  internal::BlockMap places(raw.blocks.get(), raw.blockmap.get());
+  const bool stored_map = sb.format_version >= internal::kBlockMapVersion;
+  const uint64_t file_buckets =
+      raw.blocks->num_blocks() -
+      std::min<uint64_t>(raw.blocks->num_blocks(), internal::kHeaderBlocks);
+  const uint64_t m =
+      stored_map ? sb.num_buckets : std::min(sb.num_buckets, file_buckets);
+  if (raw.layout_known && places.Load(m, stored_map).ok()) {
+    for (uint64_t b = 0; b < m; ++b) {
+      if (!places.Read(internal::kHeaderBlocks + b, block.span()).ok() ||
+          !internal::VerifyBlock(block.span(), b).ok()) {
+        ++report->damaged_blocks;
+        continue;
+      }
+      RT_RETURN_IF_ERROR(take(block.span(), b));
+    }
+  } else {
+    // ... or, with no map to read, the newest whole image of each bucket
+    // the file holds (a block rewritten by a checkpoint leaves its older
+    // image where it was), oldest first, so that a record's newest copy
+    // is put last.
+    absl::flat_hash_map<uint64_t, std::pair<uint32_t, uint64_t>> newest;
+    for (uint64_t at = internal::kHeaderBlocks; at < raw.blocks->num_blocks();
+         ++at) {
+      if (!raw.blocks->Read(at, block.span()).ok() ||
+          !WholeBucketBlock(block.span())) {
+        continue;
+      }
+      const internal::EncodedBlock image(block.span());
+      const uint64_t b = image.bucket();
+      if (raw.layout_known && b >= m) continue;
+      auto [it, added] = newest.try_emplace(b, image.checkpoint(), at);
+      if (!added && it->second.first < image.checkpoint()) {
+        it->second = {image.checkpoint(), at};
+      }
+    }
+    if (raw.layout_known) report->damaged_blocks = m - newest.size();
+    std::vector<std::pair<uint32_t, uint64_t>> order;  // (stamp, place)
+    for (const auto& [b, image] : newest) order.push_back(image);
+    std::sort(order.begin(), order.end());
+    for (const auto& [stamp, at] : order) {
+      RT_RETURN_IF_ERROR(raw.blocks->Read(at, block.span()));
+      RT_RETURN_IF_ERROR(
+          take(block.span(), internal::EncodedBlock(block.span()).bucket()));
+    }
   }
   RT_RETURN_IF_ERROR(load_copy(*raw.buffer, sb.buffer_epoch, sb.buffer_blocks,
                                "write buffer's copy"));

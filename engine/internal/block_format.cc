@@ -15,6 +15,7 @@ constexpr size_t kMagicAt = 0;
 constexpr size_t kCountAt = 4;
 constexpr size_t kBucketAt = 8;
 constexpr size_t kUsedAt = 16;
+constexpr size_t kCheckpointAt = 20;
 constexpr size_t kChecksumAt = 24;
 
 absl::Status Corrupt(uint64_t bucket, std::string_view what) {
@@ -100,6 +101,12 @@ void EncodedBlock::Init(uint64_t b) {
 }
 
 uint64_t EncodedBlock::bucket() const { return GetFixed64(data() + kBucketAt); }
+uint32_t EncodedBlock::checkpoint() const {
+  return GetFixed32(data() + kCheckpointAt);
+}
+void EncodedBlock::set_checkpoint(uint64_t sequence) {
+  PutFixed32(data() + kCheckpointAt, static_cast<uint32_t>(sequence));
+}
 uint32_t EncodedBlock::count() const { return GetFixed32(data() + kCountAt); }
 size_t EncodedBlock::record_bytes() const {
   return GetFixed32(data() + kUsedAt);

@@ -139,6 +139,11 @@ class EncodedBlock {
   void Init(uint64_t bucket);
 
   uint64_t bucket() const;
+  // The low 32 bits of the sequence number of the checkpoint that stored
+  // the block where it lies (0 for a block made with its table or by
+  // Table::Reserve): of two images of one bucket, the newer.
+  uint32_t checkpoint() const;
+  void set_checkpoint(uint64_t sequence);
   uint32_t count() const;
   size_t used() const;  // bytes of records and their slots (EncodedSize)
   size_t room() const;  // bytes still free, for records and their slots

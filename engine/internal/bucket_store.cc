@@ -8,11 +8,13 @@
 
 namespace roundtable::internal {
 
-BucketStore::BucketStore(io::BlockDevice* file, uint32_t block_size,
-                         uint32_t block_records, uint64_t cache_bytes)
+BucketStore::BucketStore(io::BlockDevice* file, io::BlockDevice* map_file,
+                         uint32_t block_size, uint32_t block_records,
+                         uint64_t cache_bytes)
     : block_size_(block_size),
       block_records_(block_records),
-      blocks_(std::make_unique<DeferredDevice>(file)),
+      places_(std::make_unique<BlockMap>(file, map_file)),
+      blocks_(std::make_unique<DeferredDevice>(places_.get())),
       cache_(cache_bytes, block_size, &TagFilterOf),
       work_(block_size) {
   // Bucket blocks are sealed (their checksums set) only when a
@@ -173,6 +175,16 @@ void BucketStore::RefreshFilters() {
     }
   }
   edited_.clear();
+}
+
+absl::Status BucketStore::StagePlaces(uint64_t buckets, uint64_t sequence,
+                                      uint64_t durable) {
+  for (const auto& [block, bytes] : blocks_->held()) {
+    if (block >= kHeaderBlocks) {
+      EncodedBlock(bytes.span()).set_checkpoint(sequence);
+    }
+  }
+  return places_->Stage(blocks_->held(), buckets, sequence, durable);
 }
 
 absl::Status BucketStore::AddEmpty(uint64_t from, uint64_t buckets) {

@@ -5,7 +5,9 @@
 // every way of changing a held block (Edit, Rebuild) first sets its filter
 // to pass every tag, and RefreshFilters, at the end of a write, makes the
 // filters of the blocks changed since. Bucket b is block b + kHeaderBlocks
-// of the file; nothing above this class sees block numbers.
+// of the deferred device, which reads the block file through the block
+// map (where each bucket's block lies); nothing above this class sees
+// block numbers.
 //
 // Each block is in memory at most once: a held block has no cached copy,
 // and held blocks live in slots lent by the cache (as many as half of
@@ -33,20 +35,45 @@
 #include "absl/status/statusor.h"
 #include "engine/internal/block_cache.h"
 #include "engine/internal/block_format.h"
+#include "engine/internal/block_map.h"
 #include "engine/internal/deferred_device.h"
 #include "engine/internal/superblock.h"
 #include "engine/internal/tag_filter.h"
+#include "io/base/status_macros.h"
 #include "io/block_device.h"
 
 namespace roundtable::internal {
 
 class BucketStore {
  public:
-  // Borrows `file` (the block file), which must outlive this. Blocks of
-  // `block_size` bytes holding at most `block_records` records (0: no
-  // limit); a cache of `cache_bytes`.
-  BucketStore(io::BlockDevice* file, uint32_t block_size,
-              uint32_t block_records, uint64_t cache_bytes);
+  // Borrows `file` (the block file) and `map_file` (the block map's),
+  // which must outlive this. Blocks of `block_size` bytes holding at most
+  // `block_records` records (0: no limit); a cache of `cache_bytes`. Holds
+  // no bucket until LoadPlaces.
+  BucketStore(io::BlockDevice* file, io::BlockDevice* map_file,
+              uint32_t block_size, uint32_t block_records,
+              uint64_t cache_bytes);
+
+  // The table holds `buckets` buckets, their places in the block file
+  // stored in the map's file, or (not `stored`) bucket b at block b + 2
+  // (BlockMap::Load).
+  absl::Status LoadPlaces(uint64_t buckets, bool stored) {
+    RT_RETURN_IF_ERROR(places_->Load(buckets, stored));
+    return blocks_->ExtendFromInner(kHeaderBlocks + buckets);
+  }
+  // For checkpoint `sequence` of `buckets` buckets (BlockMap::Stage): each
+  // held block stamped with the checkpoint's sequence and given its new
+  // place.
+  absl::Status StagePlaces(uint64_t buckets, uint64_t sequence,
+                           uint64_t durable);
+  // Where bucket b's block lies in the block file as of the last
+  // checkpoint, or 0 for a bucket made since.
+  uint64_t PlaceOf(uint64_t b) const {
+    if (b + kHeaderBlocks >= places_->num_blocks()) return 0;
+    const uint64_t place = places_->PlaceOf(b + kHeaderBlocks);
+    return place == BlockMap::kNoPlace ? 0 : place;
+  }
+  BlockMap& places() { return *places_; }
 
   uint32_t block_size() const { return block_size_; }
 
@@ -175,6 +202,7 @@ class BucketStore {
 
   const uint32_t block_size_;
   const uint32_t block_records_;
+  std::unique_ptr<BlockMap> places_;
   std::unique_ptr<DeferredDevice> blocks_;
   BlockCache cache_;
   // By bucket, the tag filter of its block while held, and the buckets

@@ -42,10 +42,11 @@ absl::Status SyncInPlace(
 }  // namespace
 
 // A checkpoint's writes, on a thread of their own: the bucket blocks
-// sealed, the checkpoint before completed in place, the journal, synced,
-// then each file's images in place and their write-back started. The
-// images are the frozen blocks of the deferred devices, unchanged but for
-// the seal until FinishWrites.
+// sealed and written at their new places, the checkpoint before completed
+// in place (or else the block file synced), the journal, synced, then each
+// file's images in place and their write-back started. The images are the
+// frozen blocks of the deferred devices, unchanged but for the seal until
+// FinishWrites.
 struct Checkpointer::Writes {
   Pending pending;
   // The checkpoint before this one, left pending (its images in place, not
@@ -55,6 +56,8 @@ struct Checkpointer::Writes {
   // The device whose frozen blocks the thread seals first.
   DeferredDevice* unsealed = nullptr;
   io::BlockDevice* journal = nullptr;
+  // The bucket blocks at their new places, written before the journal.
+  std::vector<io::WriteRequest> placed;
   // The images, then the superblock.
   std::vector<JournalEntry> entries;
   io::AlignedBuffer superblock;
@@ -88,7 +91,23 @@ struct Checkpointer::Writes {
   }
   absl::Status WriteAll() {
     unsealed->SealFrozen();
-    if (complete_first) RT_RETURN_IF_ERROR(SyncInPlace(*complete_first, files));
+    // Places no durable checkpoint refers to: a block torn here is in no
+    // checkpoint. Adjacent places go in one write.
+    std::sort(placed.begin(), placed.end(),
+              [](const io::WriteRequest& a, const io::WriteRequest& b) {
+                return a.block < b.block;
+              });
+    io::BlockDevice& blocks = *files[kBlocksFileId];
+    RT_RETURN_IF_ERROR(blocks.WriteBatch(placed));
+    KillPoint("checkpoint: blocks placed");
+    // Completing the last checkpoint in place ends with a sync of the
+    // block file, which makes the placed blocks durable before the journal
+    // that refers to them.
+    if (complete_first) {
+      RT_RETURN_IF_ERROR(SyncInPlace(*complete_first, files));
+    } else {
+      RT_RETURN_IF_ERROR(blocks.Sync());
+    }
     RT_RETURN_IF_ERROR(sync_first());
     RT_RETURN_IF_ERROR(
         WriteJournal(*journal, pending.superblock.sequence, entries));
@@ -172,7 +191,11 @@ absl::Status Checkpointer::Stage(const Superblock& next) {
     for (const auto& [block, bytes] : layer.seen->held()) {
       // Superblock images held from a replayed journal are superseded.
       if (layer.id == kBlocksFileId && block < kHeaderBlocks) continue;
-      entries.push_back({layer.id, block, bytes.span()});
+      if (layer.places != nullptr) {
+        job->placed.push_back({layer.places->PlaceOf(block), bytes.span()});
+      } else {
+        entries.push_back({layer.id, block, bytes.span()});
+      }
     }
   }
   job->superblock =
@@ -183,7 +206,8 @@ absl::Status Checkpointer::Stage(const Superblock& next) {
   // place, by the thread. Until it is done the deferred devices keep the
   // images, frozen, for reads.
   for (const CheckpointLayer& layer : layers_) {
-    const uint64_t size = layer.seen->num_blocks();
+    const uint64_t size = layer.places != nullptr ? layer.places->end()
+                                                  : layer.seen->num_blocks();
     job->pending.sizes[layer.id] = size;
     if (layer.file->num_blocks() < size) {
       RT_RETURN_IF_ERROR(layer.file->Resize(size));

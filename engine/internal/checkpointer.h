@@ -1,17 +1,19 @@
-// Checkpoints (docs/durability.md): the held blocks of the table's four
-// journaled files and the next superblock go first into the journal, synced
-// (the commit point), then in place; later the files are synced and the
-// superblock written in place. It owns the superblock of the last
-// checkpoint, the thread that writes a checkpoint while the writers go on,
-// the checkpoint left pending in place, and the policy of when the next
+// Checkpoints (docs/durability.md): the held bucket blocks are written at
+// their new places and synced; the held blocks of the table's other
+// journaled files (the block map among them) and the next superblock go
+// into the journal, synced (the commit point), then in place; later the
+// files are synced and the superblock written in place. It owns the superblock
+// of the last checkpoint, the thread that writes a checkpoint while the writers
+// go on, the checkpoint left pending in place, and the policy of when the next
 // one is due. The phases, in order:
 //
 //   Stage     (writer lock) the images listed, each file grown to its new
 //             size, the superblock encoded;
 //   Launch    (writer lock) the held blocks frozen and the writes started
-//             on a thread of their own: seal the bucket blocks, complete
-//             the checkpoint left pending (below) in place, write and
-//             sync the journal, empty the log file the writers left, then
+//             on a thread of their own: seal the bucket blocks and write
+//             them at their places, complete the checkpoint left pending
+//             (below) in place, which syncs them (or sync them), write
+//             and sync the journal, empty the log file the writers left, then
 //             write the images in place and start their write-back; the
 //             checkpoint is left pending;
 //   FinishWrites (writer lock) waits for that thread, frees the images,
@@ -35,6 +37,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "engine/internal/block_map.h"
 #include "engine/internal/deferred_device.h"
 #include "engine/internal/superblock.h"
 #include "engine/internal/table_files.h"
@@ -43,16 +46,21 @@
 namespace roundtable::internal {
 
 // A file a checkpoint writes: its id in journal entries, the file, and the
-// deferred device in front of it whose held blocks are its images.
+// deferred device in front of it whose held blocks are its images. With
+// `places` (the block file) the held bucket blocks are not journaled: each
+// is written once, at the new place the block map gave it, and synced
+// before the journal, which holds the map.
 struct CheckpointLayer {
   uint32_t id;
   io::BlockDevice* file;
   DeferredDevice* seen;
+  const BlockMap* places = nullptr;
 };
 
 class Checkpointer {
  public:
-  // Borrows the layers (by id: blocks, stash, buffer, space map) and the
+  // Borrows the layers (by id: blocks, stash, buffer, space map, block
+  // map) and the
   // journal file, which must outlive it. `sb` is the superblock of the
   // last checkpoint. A checkpoint is due when the log passes
   // `checkpoint_bytes` or the held blocks pass `held_limit`. The thread
@@ -105,7 +113,7 @@ class Checkpointer {
   // Waits until the last checkpoint's writes are done (their ledgers then
   // count them).
   void WaitWrites() const;
-  // Bytes and blocks held by the four files' deferred devices.
+  // Bytes and blocks held by the journaled files' deferred devices.
   uint64_t held_bytes() const;
   uint64_t held_blocks() const;
   uint64_t count() const { return count_; }

@@ -15,12 +15,17 @@
 namespace roundtable::internal {
 
 inline constexpr uint32_t kSuperblockMagic = 0x42535452;  // "RTSB"
-inline constexpr uint32_t kFormatVersion = 9;
-// The oldest format this build opens: version 8 differs only in having no
-// reserved bucket count (none reserved), version 7 also in having no value
-// file (no out-of-line values); their first checkpoint writes version 9.
+inline constexpr uint32_t kFormatVersion = 10;
+// The oldest format this build opens: version 9 differs only in having no
+// block map (bucket b's block is block b + kHeaderBlocks of the block
+// file), version 8 also in having no reserved bucket count (none
+// reserved), version 7 also in having no value file (no out-of-line
+// values); their first checkpoint writes the current version.
 inline constexpr uint32_t kOldestFormatVersion = 7;
-// Superblocks occupy blocks 0 and 1; bucket b is block b + kHeaderBlocks.
+// The first version with a block map.
+inline constexpr uint32_t kBlockMapVersion = 10;
+// Superblocks occupy blocks 0 and 1 of the block file; the block map
+// places the buckets' blocks after them.
 inline constexpr uint64_t kHeaderBlocks = 2;
 // The bounds of a valid superblock's fields: the largest s0 a table takes
 // (Options::s0), the most buckets (and copy blocks), and the smallest

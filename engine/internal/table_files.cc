@@ -277,6 +277,7 @@ absl::StatusOr<TableFiles> OpenTableFiles(const std::string& dir,
   RT_ASSIGN_OR_RETURN(files.journal, open_or_empty(kJournalFile, dev));
   RT_ASSIGN_OR_RETURN(files.values, open_or_empty(kValuesFile, dev));
   RT_ASSIGN_OR_RETURN(files.spacemap, open_or_empty(kSpaceMapFile, dev));
+  RT_ASSIGN_OR_RETURN(files.blockmap, open_or_empty(kBlockMapFile, dev));
   return files;
 }
 

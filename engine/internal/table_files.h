@@ -37,28 +37,31 @@ inline constexpr char kJournalFile[] = "journal";
 // in use.
 inline constexpr char kValuesFile[] = "values";
 inline constexpr char kSpaceMapFile[] = "spacemap";
+// Where each bucket's block lies in the block file.
+inline constexpr char kBlockMapFile[] = "blockmap";
 // Locked by every open handle (TableLock); holds the writer's process id.
 inline constexpr char kLockFile[] = "LOCK";
 
-// The eight files that hold a table's data.
-inline constexpr std::array<const char*, 8> kDataFiles = {
-    kBlocksFile,  kStashFile,   kBufferFile, kWalFiles[0],
-    kWalFiles[1], kJournalFile, kValuesFile, kSpaceMapFile};
+// The nine files that hold a table's data.
+inline constexpr std::array<const char*, 9> kDataFiles = {
+    kBlocksFile,  kStashFile,  kBufferFile,   kWalFiles[0], kWalFiles[1],
+    kJournalFile, kValuesFile, kSpaceMapFile, kBlockMapFile};
 
 // The files a checkpoint's journal entry names, by id.
 inline constexpr uint32_t kBlocksFileId = 0;
 inline constexpr uint32_t kStashFileId = 1;
 inline constexpr uint32_t kBufferFileId = 2;
 inline constexpr uint32_t kSpaceMapFileId = 3;
-inline constexpr uint32_t kJournaledFiles = 4;
+inline constexpr uint32_t kBlockMapFileId = 4;
+inline constexpr uint32_t kJournaledFiles = 5;
 
 // dir/file.
 std::string TablePath(std::string_view dir, std::string_view file);
 
-// A table's eight files, open.
+// A table's nine files, open.
 struct TableFiles {
   std::unique_ptr<io::BlockDevice> blocks, stash, journal, buffer, values,
-      spacemap;
+      spacemap, blockmap;
   std::array<std::unique_ptr<io::BlockDevice>, 2> wal;
 
   // The file a journal entry names (Open refuses a journal naming another
@@ -67,6 +70,7 @@ struct TableFiles {
     return id == kStashFileId      ? *stash
            : id == kBufferFileId   ? *buffer
            : id == kSpaceMapFileId ? *spacemap
+           : id == kBlockMapFileId ? *blockmap
                                    : *blocks;
   }
 };

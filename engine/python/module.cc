@@ -97,6 +97,7 @@ py::dict StatsDict(const TableStats& s) {
   d["physical_buffer"] = LedgerDict(s.physical_buffer);
   d["physical_values"] = LedgerDict(s.physical_values);
   d["physical_spacemap"] = LedgerDict(s.physical_spacemap);
+  d["physical_blockmap"] = LedgerDict(s.physical_blockmap);
   return d;
 }
 

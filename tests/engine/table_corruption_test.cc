@@ -1,9 +1,9 @@
 // Damage on the medium, in every region of a table's files: a flipped bit or
 // a zeroed 512-byte sector, at random positions, in each superblock copy,
 // the bucket blocks, the stash copy, the write buffer's copy, the journal,
-// the write-ahead log, the value file and its space map of a table left by
-// a crash (log records to replay, a stash, buffered puts, a journal,
-// values out of line). Each
+// the write-ahead log, the value file, its space map and the block map of
+// a table left by a crash (log records to replay, a stash, buffered puts,
+// a journal, values out of line). Each
 // is repaired from redundancy (a superblock copy and the journal hold the
 // same state), or reported as DataLoss; never a crash, never a wrong value.
 #include <fcntl.h>
@@ -224,6 +224,8 @@ TEST(TableCorruptionTest, EveryRegionIsRepairedOrDataLossNeverWrong) {
       {"value file", "values", 0, UsedBytes(pristine + "/values"), false,
        false},
       {"space map", "spacemap", 0, UsedBytes(pristine + "/spacemap"), false,
+       false},
+      {"block map", "blockmap", 0, UsedBytes(pristine + "/blockmap"), false,
        false},
   };
   std::mt19937_64 rng(2026);

@@ -80,9 +80,14 @@ TEST(TableSalvageTest, SavesEveryReadableRecordAndCountsTheLost) {
     {
       auto table = *Table::Open(Options(), dir);
       const uint64_t m = table->GetStats().buckets;
-      for (const uint64_t b : {uint64_t{1}, m / 2, m - 1}) {
-        damaged_blocks.insert(b + 2);  // after the two superblocks
+      // Where the blocks of buckets 1, m / 2 and m - 1 lie.
+      for (const auto& [key, value] : model) {
+        const KeyLocation at = *table->Locate(key);
+        if (at.bucket == 1 || at.bucket == m / 2 || at.bucket == m - 1) {
+          damaged_blocks.insert(at.block);
+        }
       }
+      ASSERT_EQ(damaged_blocks.size(), 3u);
       for (const auto& [key, value] : model) {
         const KeyLocation at = *table->Locate(key);
         if (at.where == KeyLocation::Where::kBlock &&

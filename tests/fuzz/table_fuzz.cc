@@ -3,18 +3,19 @@
 // Once per process, a seed table is made the way a crash leaves one (a
 // stash, buffered puts, a journal, synced writes in the log, every tenth
 // value out of line, 512-byte blocks). Each input is a script of edits to
-// copies of its eight files, 8 bytes an edit:
+// copies of its nine files, 8 bytes an edit:
 //
-//   byte 0     bits 0-2: the file (blocks, stash, wal, wal.1, journal,
-//              buffer, values, spacemap);
+//   byte 0     bits 0-2, and 7 as the fourth bit: the file (blocks, stash,
+//              wal, wal.1, journal, buffer, values, spacemap, blockmap;
+//              modulo nine);
 //              bits 3-4: the edit (0: xor a byte, 1: set a byte, 2: zero
 //              the 512-byte sector, 3: cut the file there);
 //              bit 5 of the first edit: open writable (recovery then
 //              checkpoints) rather than read-only;
 //              bit 6 of the first edit: seal the edited files, every
-//              checksum made valid again (superblocks, bucket, copy and
-//              space-map blocks, log records, the journal; not the
-//              values, whose checksums are in their references), so that
+//              checksum made valid again (superblocks, bucket, copy,
+//              space-map and block-map blocks, log records, the journal; not
+//              the values, whose checksums are in their references), so that
 //              the fields
 //              themselves are what the table must refuse
 //   bytes 1-4  offset (little-endian, modulo the file's size)
@@ -53,10 +54,10 @@ namespace {
 
 constexpr int kKeys = 200;
 // The table's files, in the order Seal numbers them.
-constexpr std::array<const char*, 8> kFiles = {
-    internal::kBlocksFile,  internal::kStashFile,   internal::kWalFiles[0],
-    internal::kWalFiles[1], internal::kJournalFile, internal::kBufferFile,
-    internal::kValuesFile,  internal::kSpaceMapFile};
+constexpr std::array<const char*, 9> kFiles = {
+    internal::kBlocksFile,  internal::kStashFile,    internal::kWalFiles[0],
+    internal::kWalFiles[1], internal::kJournalFile,  internal::kBufferFile,
+    internal::kValuesFile,  internal::kSpaceMapFile, internal::kBlockMapFile};
 
 Options FuzzOptions() {
   Options o;
@@ -157,8 +158,9 @@ void SealAt(char* p, size_t n) {
 // from elsewhere looks like.
 void Seal(std::array<std::string, kFiles.size()>& files) {
   // blocks: two superblocks, then bucket blocks; stash and buffer: copy
-  // blocks; the space map's blocks. All in 512-byte blocks.
-  for (const size_t f : {0, 1, 5, 7}) {
+  // blocks; the space map's and the block map's blocks. All in 512-byte
+  // blocks.
+  for (const size_t f : {0, 1, 5, 7, 8}) {
     std::string& file = files[f];
     for (size_t at = 0; at + kBlock <= file.size(); at += kBlock) {
       char* p = file.data() + at;
@@ -219,7 +221,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bool seal = false;
   for (size_t at = 0; at + 8 <= size; at += 8) {
     const uint8_t* edit = data + at;
-    std::string& file = files[(edit[0] & 7) % kFiles.size()];
+    std::string& file =
+        files[((edit[0] & 7) | ((edit[0] >> 4) & 8)) % kFiles.size()];
     if (at == 0) {
       writable = edit[0] & 32;
       seal = edit[0] & 64;

@@ -280,12 +280,11 @@ std::string StatsJson(const TableStats& s, uint64_t records,
       "\"physical_block_file\":%s,\"physical_stash_copy\":%s,"
       "\"physical_wal\":%s,\"physical_journal\":%s,"
       "\"physical_write_buffer_copy\":%s,\"physical_values\":%s,"
-      "\"physical_spacemap\":%s}",
+      "\"physical_spacemap\":%s,\"physical_blockmap\":%s}",
       s.buckets, s.min_buckets, records, s.records, s.stash_records,
-      s.stash_bytes,
-      s.buffered_records, s.buffered_bytes, s.block_size, s.s0, s.epsilon,
-      s.data_bytes, s.utilization, file_bytes, l.get_reads, l.put_reads,
-      l.put_writes, l.delete_reads, l.delete_writes, l.grow_reads,
+      s.stash_bytes, s.buffered_records, s.buffered_bytes, s.block_size, s.s0,
+      s.epsilon, s.data_bytes, s.utilization, file_bytes, l.get_reads,
+      l.put_reads, l.put_writes, l.delete_reads, l.delete_writes, l.grow_reads,
       l.grow_writes, l.shrink_reads, l.shrink_writes, l.stash_copy_writes,
       l.buffer_drains, l.distribute_drains, l.grows, l.shrinks, s.value_count,
       s.value_bytes, s.value_file_bytes, s.value_free_bytes, s.held_blocks,
@@ -294,7 +293,7 @@ std::string StatsJson(const TableStats& s, uint64_t records,
       ledger(s.physical_blocks), ledger(s.physical_stash),
       ledger(s.physical_wal), ledger(s.physical_journal),
       ledger(s.physical_buffer), ledger(s.physical_values),
-      ledger(s.physical_spacemap));
+      ledger(s.physical_spacemap), ledger(s.physical_blockmap));
 }
 
 absl::Status RunStats(const std::string& dir, bool json, std::ostream& out) {

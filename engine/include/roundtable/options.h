@@ -59,7 +59,7 @@ struct Options {
   // logging to the log's other file). While that thread still runs, the
   // next checkpoint waits until the log or the held blocks pass their
   // limit by a quarter, rather than have the writers wait. A checkpoint
-  // writes every held block twice (journal, then in place), so
+  // writes every held block once (at a new place in the block file), so
   // random updates spread over a large table cost far less when many land
   // on each block between checkpoints: a cache large enough for the table
   // lets the held blocks grow to the whole table.
@@ -128,7 +128,10 @@ struct LogicalLedger {
 struct KeyLocation {
   uint64_t hash = 0;    // XXH3-64 of the key with the table's seed
   uint64_t bucket = 0;  // round-mapping of the hash
-  uint64_t block = 0;   // the bucket's block in the block file
+  // Where the bucket's block lies in the block file as of the last
+  // checkpoint (each checkpoint that writes it moves it); 0 for a bucket
+  // made since, whose block is only in memory.
+  uint64_t block = 0;
   enum class Where { kAbsent, kBlock, kStash, kWriteBuffer };
   Where where = Where::kAbsent;
   // A value stored out of line: its extent in the value file (bytes).
@@ -194,6 +197,7 @@ struct TableStats {
   IoStats physical_buffer;   // the write buffer's copy
   IoStats physical_values;   // the value file
   IoStats physical_spacemap; // the value file's space map
+  IoStats physical_blockmap;  // where each bucket's block lies (block map)
 };
 
 }  // namespace roundtable

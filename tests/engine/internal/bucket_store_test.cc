@@ -39,10 +39,12 @@ class BucketStoreTest : public testing::Test {
   }
 
   std::unique_ptr<io::BlockDevice> file_ = io::NewMemoryDevice(kBlock);
+  std::unique_ptr<io::BlockDevice> map_ = io::NewMemoryDevice(kBlock);
 };
 
 TEST_F(BucketStoreTest, AnEditIsHeldAndAnsweredWithoutTheDevice) {
-  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  BucketStore store(file_.get(), map_.get(), kBlock, 0, 64 * kBlock);
+  ASSERT_TRUE(store.LoadPlaces(kBuckets, /*stored=*/false).ok());
   const io::IoStats before = file_->stats();
   EXPECT_FALSE(store.Held(3));
   PutInBlock(store, 3, "k", "v");
@@ -61,7 +63,8 @@ TEST_F(BucketStoreTest, AnEditIsHeldAndAnsweredWithoutTheDevice) {
 }
 
 TEST_F(BucketStoreTest, AReadIsVerifiedAndCached) {
-  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  BucketStore store(file_.get(), map_.get(), kBlock, 0, 64 * kBlock);
+  ASSERT_TRUE(store.LoadPlaces(kBuckets, /*stored=*/false).ok());
   EXPECT_EQ(FindIn(store, 5, "k"), "");
   EXPECT_EQ(store.cache_misses(), 1u);
   EXPECT_TRUE(store.Cached(5));
@@ -75,7 +78,8 @@ TEST_F(BucketStoreTest, ADamagedBlockIsDataLossNeverAValue) {
   ASSERT_TRUE(file_->Read(kHeaderBlocks + 2, bytes.span()).ok());
   bytes.data()[100] ^= std::byte{1};
   ASSERT_TRUE(file_->Write(kHeaderBlocks + 2, bytes.span()).ok());
-  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  BucketStore store(file_.get(), map_.get(), kBlock, 0, 64 * kBlock);
+  ASSERT_TRUE(store.LoadPlaces(kBuckets, /*stored=*/false).ok());
   std::string value;
   EXPECT_EQ(store.Find(2, "k", 1, &value).status().code(),
             absl::StatusCode::kDataLoss);
@@ -89,7 +93,8 @@ TEST_F(BucketStoreTest, ADamagedBlockIsDataLossNeverAValue) {
 }
 
 TEST_F(BucketStoreTest, AFreshHoldThatChangedNothingGoesBackToTheCache) {
-  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  BucketStore store(file_.get(), map_.get(), kBlock, 0, 64 * kBlock);
+  ASSERT_TRUE(store.LoadPlaces(kBuckets, /*stored=*/false).ok());
   bool fresh = false;
   ASSERT_TRUE(store.Edit(6, &fresh).ok());
   EXPECT_TRUE(fresh);
@@ -104,7 +109,8 @@ TEST_F(BucketStoreTest, AFreshHoldThatChangedNothingGoesBackToTheCache) {
 }
 
 TEST_F(BucketStoreTest, ABatchReadsEachUncachedBlockOnce) {
-  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  BucketStore store(file_.get(), map_.get(), kBlock, 0, 64 * kBlock);
+  ASSERT_TRUE(store.LoadPlaces(kBuckets, /*stored=*/false).ok());
   PutInBlock(store, 0, "held", "h");
   EXPECT_EQ(FindIn(store, 1, "x"), "");  // cached
   const std::vector<uint64_t> buckets = {0, 1, 2, 3, 7};
@@ -122,7 +128,8 @@ TEST_F(BucketStoreTest, ABatchReadsEachUncachedBlockOnce) {
 }
 
 TEST_F(BucketStoreTest, ARebuiltBlockIsEmptyHeldAndNotCached) {
-  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  BucketStore store(file_.get(), map_.get(), kBlock, 0, 64 * kBlock);
+  ASSERT_TRUE(store.LoadPlaces(kBuckets, /*stored=*/false).ok());
   EXPECT_EQ(FindIn(store, 4, "x"), "");
   ASSERT_TRUE(store.Cached(4));
   EncodedBlock block = store.Rebuild(4);
@@ -148,7 +155,8 @@ void Checkpoint(BucketStore& store, io::BlockDevice& file) {
 }
 
 TEST_F(BucketStoreTest, ACheckpointLeavesTheHeldBlocksCachedWhereTheyLie) {
-  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  BucketStore store(file_.get(), map_.get(), kBlock, 0, 64 * kBlock);
+  ASSERT_TRUE(store.LoadPlaces(kBuckets, /*stored=*/false).ok());
   PutInBlock(store, 2, "a", "1");
   PutInBlock(store, 5, "b", "2");
   store.RefreshFilters();
@@ -179,7 +187,8 @@ TEST_F(BucketStoreTest, ACheckpointLeavesTheHeldBlocksCachedWhereTheyLie) {
 }
 
 TEST_F(BucketStoreTest, ABlockWrittenAgainOrReleasedIsNotCachedFromItsImage) {
-  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  BucketStore store(file_.get(), map_.get(), kBlock, 0, 64 * kBlock);
+  ASSERT_TRUE(store.LoadPlaces(kBuckets, /*stored=*/false).ok());
   for (uint64_t b = 0; b < kBuckets; ++b) {
     PutInBlock(store, b, "k" + std::to_string(b), "v");
   }
@@ -205,7 +214,8 @@ TEST_F(BucketStoreTest, ABlockWrittenAgainOrReleasedIsNotCachedFromItsImage) {
 }
 
 TEST_F(BucketStoreTest, AnEditOfAFrozenBlockCopiesItWithoutARead) {
-  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  BucketStore store(file_.get(), map_.get(), kBlock, 0, 64 * kBlock);
+  ASSERT_TRUE(store.LoadPlaces(kBuckets, /*stored=*/false).ok());
   PutInBlock(store, 3, "a", "1");
   store.RefreshFilters();
   store.device().Freeze();  // not sealed yet: the copy needs no checksum
@@ -226,7 +236,8 @@ TEST_F(BucketStoreTest, AnEditOfAFrozenBlockCopiesItWithoutARead) {
 }
 
 TEST_F(BucketStoreTest, MayContainTrustsTheFiltersOfBlocksInMemory) {
-  BucketStore store(file_.get(), kBlock, 0, 64 * kBlock);
+  BucketStore store(file_.get(), map_.get(), kBlock, 0, 64 * kBlock);
+  ASSERT_TRUE(store.LoadPlaces(kBuckets, /*stored=*/false).ok());
   // On the device only: anything may be there.
   EXPECT_TRUE(store.MayContain(1, Tag("a")));
   PutInBlock(store, 1, "a", "1");
@@ -253,7 +264,8 @@ TEST_F(BucketStoreTest, MayContainTrustsTheFiltersOfBlocksInMemory) {
 TEST_F(BucketStoreTest, HeldBlocksBorrowAtMostHalfTheCache) {
   // A cache of 4 blocks lends 2; the other held blocks use the device's
   // own memory, and are cached as copies once written.
-  BucketStore store(file_.get(), kBlock, 0, 4 * kBlock);
+  BucketStore store(file_.get(), map_.get(), kBlock, 0, 4 * kBlock);
+  ASSERT_TRUE(store.LoadPlaces(kBuckets, /*stored=*/false).ok());
   for (uint64_t b = 0; b < kBuckets; ++b) {
     PutInBlock(store, b, "k" + std::to_string(b), "v");
   }
@@ -268,7 +280,8 @@ TEST_F(BucketStoreTest, HeldBlocksBorrowAtMostHalfTheCache) {
 }
 
 TEST_F(BucketStoreTest, WithNoCacheEveryReadGoesToTheDevice) {
-  BucketStore store(file_.get(), kBlock, 0, 0);
+  BucketStore store(file_.get(), map_.get(), kBlock, 0, 0);
+  ASSERT_TRUE(store.LoadPlaces(kBuckets, /*stored=*/false).ok());
   EXPECT_EQ(FindIn(store, 3, "k"), "");
   EXPECT_EQ(FindIn(store, 3, "k"), "");
   EXPECT_FALSE(store.Cached(3));
@@ -276,7 +289,8 @@ TEST_F(BucketStoreTest, WithNoCacheEveryReadGoesToTheDevice) {
 }
 
 TEST_F(BucketStoreTest, ResizeChangesTheBucketsTheFileHolds) {
-  BucketStore store(file_.get(), kBlock, 0, 0);
+  BucketStore store(file_.get(), map_.get(), kBlock, 0, 0);
+  ASSERT_TRUE(store.LoadPlaces(kBuckets, /*stored=*/false).ok());
   ASSERT_TRUE(store.Resize(kBuckets + 1).ok());
   EXPECT_EQ(store.device().num_blocks(), kHeaderBlocks + kBuckets + 1);
   // The file itself changes only at a checkpoint.

@@ -30,15 +30,17 @@ struct EngineParts {
         stash_file(io::NewMemoryDevice(block_size)),
         buffer_file(io::NewMemoryDevice(block_size)),
         values_file(io::NewMemoryDevice(block_size)),
-        spacemap_file(io::NewMemoryDevice(block_size)) {
+        spacemap_file(io::NewMemoryDevice(block_size)),
+        blockmap_file(io::NewMemoryDevice(block_size)) {
     EXPECT_TRUE(FormatNewBlocks(*blocks, s0).ok());
     sb.block_size = block_size;
     sb.s0 = s0;
     sb.epsilon = 0.1;
     sb.hash_seed = 7;
     sb.num_buckets = s0;
-    store =
-        std::make_unique<BucketStore>(blocks.get(), block_size, 0, cache_bytes);
+    store = std::make_unique<BucketStore>(blocks.get(), blockmap_file.get(),
+                                          block_size, 0, cache_bytes);
+    EXPECT_TRUE(store->LoadPlaces(s0, /*stored=*/false).ok());
     values = std::make_unique<ValueStore>(values_file.get(),
                                           spacemap_file.get(), sb);
     table = std::make_unique<BucketTable>(
@@ -67,17 +69,26 @@ struct EngineParts {
   }
 
   // What a checkpoint does to the bucket blocks, without the journal: the
-  // held blocks sealed, written to the block file, and no longer held
-  // (cached where they lie, when their slots are the cache's).
+  // held blocks given new places, sealed, written there, and no longer
+  // held (cached where they lie, when their slots are the cache's); the
+  // block map's changed blocks dropped (nothing here reads its file).
   void CheckpointBlocks() {
+    ++sequence;
+    ASSERT_TRUE(
+        store->StagePlaces(table->num_buckets(), sequence, sequence - 1).ok());
+    BlockMap& places = store->places();
+    if (blocks->num_blocks() < places.end()) {
+      ASSERT_TRUE(blocks->Resize(places.end()).ok());
+    }
     DeferredDevice& held = store->device();
-    ASSERT_TRUE(blocks->Resize(held.num_blocks()).ok());
     held.Freeze();
     held.SealFrozen();
     for (const auto& [block, bytes] : held.frozen()) {
-      ASSERT_TRUE(blocks->Write(block, bytes.span()).ok());
+      ASSERT_TRUE(blocks->Write(places.PlaceOf(block), bytes.span()).ok());
     }
     held.ReleaseFrozen();
+    places.device().Freeze();
+    places.device().ReleaseFrozen();
   }
 
   // A write's end, as Table::Impl::Apply ends one.
@@ -87,8 +98,9 @@ struct EngineParts {
   }
 
   std::unique_ptr<io::BlockDevice> blocks, stash_file, buffer_file, values_file,
-      spacemap_file;
+      spacemap_file, blockmap_file;
   Superblock sb;
+  uint64_t sequence = 1;  // of the last CheckpointBlocks
   FirstError error;
   std::unique_ptr<BucketStore> store;
   std::unique_ptr<ValueStore> values;

@@ -1,0 +1,228 @@
+#include "engine/internal/block_map.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "engine/internal/block_format.h"
+#include "engine/internal/coding.h"
+#include "io/base/status_macros.h"
+
+namespace roundtable::internal {
+namespace {
+
+// A map block: magic (4), zero (4), block number (8), zero (8), checksum
+// (8, as a bucket block's), then the places of its buckets from byte 32,
+// 8 bytes each; zeros past the table's last bucket.
+constexpr size_t kNumberAt = 8;
+constexpr size_t kChecksumAt = 24;
+constexpr size_t kEntriesAt = 32;
+
+}  // namespace
+
+BlockMap::BlockMap(io::BlockDevice* blocks, io::BlockDevice* file)
+    : BlockDevice("placed(" + blocks->path() + ")"),
+      blocks_(blocks),
+      caps_(blocks->capabilities()),
+      device_(file) {}
+
+absl::Status BlockMap::Load(uint64_t buckets, bool stored) {
+  const uint32_t bs = block_size();
+  const uint64_t per = PerBlock(bs);
+  const uint64_t map_blocks = BlocksFor(buckets, bs);
+  place_.assign(buckets, kNoPlace);
+  free_.clear();
+  waiting_.clear();
+  dirty_.assign(map_blocks, !stored);
+  if (!stored) {
+    for (uint64_t b = 0; b < buckets; ++b) place_[b] = kHeaderBlocks + b;
+    end_ = kHeaderBlocks + buckets;
+    return device_.Resize(map_blocks);
+  }
+  if (device_.num_blocks() < map_blocks) {
+    return absl::DataLossError(
+        absl::StrCat("block map: ", device_.num_blocks(), " blocks, ",
+                     map_blocks, " expected for ", buckets, " buckets"));
+  }
+  const uint64_t file_blocks = blocks_->num_blocks();
+  std::vector<bool> used(file_blocks, false);
+  end_ = kHeaderBlocks;
+  io::AlignedBuffer buffer(bs);
+  for (uint64_t k = 0; k < map_blocks; ++k) {
+    RT_RETURN_IF_ERROR(device_.Read(k, buffer.span()));
+    const char* p = reinterpret_cast<const char*>(buffer.data());
+    if (GetFixed32(p) != kBlockMapMagic ||
+        GetFixed64(p + kChecksumAt) != BlockChecksum(p, bs) ||
+        GetFixed64(p + kNumberAt) != k) {
+      return absl::DataLossError(
+          absl::StrCat("block map: block ", k, " is damaged"));
+    }
+    for (uint64_t i = 0; i < per; ++i) {
+      const uint64_t b = k * per + i;
+      const uint64_t place = GetFixed64(p + kEntriesAt + 8 * i);
+      if (b >= buckets) {
+        if (place != 0) {
+          return absl::DataLossError(
+              absl::StrCat("block map: block ", k,
+                           " places a bucket past the table's ", buckets));
+        }
+        continue;
+      }
+      if (place < kHeaderBlocks || place >= file_blocks || used[place]) {
+        return absl::DataLossError(absl::StrCat(
+            "block map: bucket ", b, " at block ", place,
+            place < kHeaderBlocks || place >= file_blocks
+                ? absl::StrCat(", outside the block file's ", file_blocks)
+                : ", another bucket's too"));
+      }
+      used[place] = true;
+      place_[b] = place;
+      end_ = std::max(end_, place + 1);
+    }
+  }
+  for (uint64_t place = kHeaderBlocks; place < end_; ++place) {
+    if (!used[place]) free_.insert(place);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BlockMap::Stage(const DeferredDevice::HeldMap& held,
+                             uint64_t buckets, uint64_t sequence,
+                             uint64_t durable) {
+  // What no durable checkpoint refers to any more is free.
+  auto reusable = [durable](const std::pair<uint64_t, uint64_t>& w) {
+    return w.first <= durable;
+  };
+  for (const auto& w : waiting_) {
+    if (reusable(w)) Free(w.second);
+  }
+  std::erase_if(waiting_, reusable);
+  // Buckets given up: their places wait for this checkpoint.
+  for (uint64_t b = buckets; b < place_.size(); ++b) {
+    if (place_[b] != kNoPlace) waiting_.emplace_back(sequence, place_[b]);
+  }
+  const uint32_t bs = block_size();
+  const uint64_t before = place_.size();
+  place_.resize(buckets, kNoPlace);
+  dirty_.resize(BlocksFor(buckets, bs), true);
+  // The last map block's entries past the table are zeros.
+  if (buckets != before && !dirty_.empty()) dirty_.back() = true;
+  for (const auto& entry : held) {
+    const uint64_t block = entry.first;
+    if (block < kHeaderBlocks || block - kHeaderBlocks >= buckets) continue;
+    const uint64_t b = block - kHeaderBlocks;
+    if (place_[b] != kNoPlace) waiting_.emplace_back(sequence, place_[b]);
+    SetPlace(b, Allocate());
+  }
+  // A bucket made since the last checkpoint is held until it.
+  for (uint64_t b = before; b < buckets; ++b) {
+    if (place_[b] == kNoPlace) {
+      return absl::InternalError(
+          absl::StrCat("bucket ", b, " is new and its block is not held"));
+    }
+  }
+  // The map's changed blocks, for the checkpoint's journal.
+  const uint64_t per = PerBlock(bs);
+  RT_RETURN_IF_ERROR(device_.Resize(dirty_.size()));
+  for (uint64_t k = 0; k < dirty_.size(); ++k) {
+    if (!dirty_[k]) continue;
+    dirty_[k] = false;
+    const std::span<std::byte> out = device_.Hold(k);
+    std::fill(out.begin(), out.end(), std::byte{0});
+    char* p = reinterpret_cast<char*>(out.data());
+    PutFixed32(p, kBlockMapMagic);
+    PutFixed64(p + kNumberAt, k);
+    const uint64_t n = std::min(per, buckets - k * per);
+    for (uint64_t i = 0; i < n; ++i) {
+      PutFixed64(p + kEntriesAt + 8 * i, place_[k * per + i]);
+    }
+    PutFixed64(p + kChecksumAt, BlockChecksum(p, bs));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t BlockMap::Allocate() {
+  if (free_.empty()) return end_++;
+  const uint64_t place = *free_.begin();
+  free_.erase(free_.begin());
+  return place;
+}
+
+void BlockMap::SetPlace(uint64_t bucket, uint64_t place) {
+  place_[bucket] = place;
+  dirty_[bucket / PerBlock(block_size())] = true;
+}
+
+void BlockMap::Free(uint64_t place) {
+  free_.insert(place);
+  while (end_ > kHeaderBlocks && !free_.empty() &&
+         *free_.rbegin() == end_ - 1) {
+    free_.erase(std::prev(free_.end()));
+    --end_;
+  }
+}
+
+absl::Status BlockMap::Translate(std::span<const io::ReadRequest> requests,
+                                 std::vector<io::ReadRequest>* out) const {
+  const uint32_t bs = block_size();
+  for (const io::ReadRequest& r : requests) {
+    for (size_t i = 0; i < r.buffer.size() / bs; ++i) {
+      const uint64_t place = PlaceOf(r.block + i);
+      if (place == kNoPlace) {
+        return absl::InternalError(absl::StrCat(
+            "bucket ", r.block + i - kHeaderBlocks, " has no block yet"));
+      }
+      out->push_back({place, r.buffer.subspan(i * bs, bs)});
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BlockMap::DoRead(uint64_t block, std::span<std::byte> buffer) {
+  const io::ReadRequest request{block, buffer};
+  return DoReadBatch({&request, 1});
+}
+
+absl::Status BlockMap::DoReadBatch(std::span<const io::ReadRequest> requests) {
+  std::vector<io::ReadRequest> placed;
+  RT_RETURN_IF_ERROR(Translate(requests, &placed));
+  if (placed.size() == 1) {
+    return blocks_->Read(placed[0].block, placed[0].buffer);
+  }
+  return blocks_->ReadBatch(placed);
+}
+
+absl::Status BlockMap::DoWrite(uint64_t block,
+                               std::span<const std::byte> buffer) {
+  const uint64_t n = buffer.size() / block_size();
+  for (uint64_t i = 0; i < n; ++i) {
+    if (block + i < kHeaderBlocks ||
+        place_[block + i - kHeaderBlocks] != kNoPlace) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("block ", block + i,
+                       " has its place: it changes only through a checkpoint"));
+    }
+  }
+  // One run at the end of the file, past anything free.
+  const uint64_t first = end_;
+  if (blocks_->num_blocks() < first + n) {
+    RT_RETURN_IF_ERROR(blocks_->Resize(first + n));
+  }
+  RT_RETURN_IF_ERROR(blocks_->Write(first, buffer));
+  end_ = first + n;
+  for (uint64_t i = 0; i < n; ++i) {
+    SetPlace(block + i - kHeaderBlocks, first + i);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BlockMap::DoResize(uint64_t num_blocks) {
+  if (num_blocks < this->num_blocks()) {
+    return absl::FailedPreconditionError(
+        "the block map gives buckets up only at a checkpoint");
+  }
+  place_.resize(num_blocks - kHeaderBlocks, kNoPlace);
+  dirty_.resize(BlocksFor(place_.size(), block_size()), true);
+  return absl::OkStatus();
+}
+
+}  // namespace roundtable::internal
