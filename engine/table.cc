@@ -41,24 +41,33 @@ uint64_t HeldLimit(const Options& o) {
   return std::max(o.checkpoint_bytes, o.block_cache_bytes);
 }
 
+// `o` with its defaults that depend on other options made explicit.
+Options Resolved(Options o) {
+  if (o.checkpoint_bytes == 0) {
+    o.checkpoint_bytes =
+        std::max(Options::kMinCheckpointBytes, o.block_cache_bytes);
+  }
+  return o;
+}
+
 }  // namespace
 
 Table::Impl::Impl(const Options& options, std::string path,
                   const Superblock& sb, mapping::RoundMapping mapping,
                   internal::TableFiles files, internal::TableLock lock)
     : table_lock_(std::move(lock)),
-      options_(options),
+      options_(Resolved(options)),
       path_(std::move(path)),
       layout_(internal::Layout::Of(sb)),
-      in_memory_(options.backend == io::Backend::kMemory),
+      in_memory_(options_.backend == io::Backend::kMemory),
       files_(std::move(files)),
       store_(files_.blocks.get(), files_.blockmap.get(), sb.block_size,
-             sb.block_records, options.block_cache_bytes),
+             sb.block_records, options_.block_cache_bytes),
       values_(files_.values.get(), files_.spacemap.get(), sb),
       table_(sb, std::move(mapping), &store_, files_.stash.get(), &values_,
              &error_),
       // A table in memory has no block to save a read of.
-      buffer_(in_memory_ ? 0 : options.write_buffer_bytes, HeldLimit(options),
+      buffer_(in_memory_ ? 0 : options_.write_buffer_bytes, HeldLimit(options_),
               sb, files_.buffer.get(), &table_, &store_, &error_),
       log_({files_.wal[0].get(), files_.wal[1].get()},
            [this] { return values_.SyncWritten(); }),
@@ -72,8 +81,8 @@ Table::Impl::Impl(const Options& options, std::string path,
                        &values_.map().device()},
                       {internal::kBlockMapFileId, files_.blockmap.get(),
                        &store_.places().device()}}},
-                    files_.journal.get(), sb, options.checkpoint_bytes,
-                    HeldLimit(options),
+                    files_.journal.get(), sb, options_.checkpoint_bytes,
+                    HeldLimit(options_),
                     [this] { return values_.SyncWritten(); }) {}
 
 absl::Status Table::Impl::CheckOpen() const {

@@ -139,6 +139,17 @@ class BlockDevice {
   // the next Sync. The file backends call sync_file_range; the others do
   // nothing.
   absl::Status WriteBack();
+  // Hints for a caller that writes a device front to back (the table's
+  // log). WillWrite: blocks [block, block + n) are about to be written.
+  // DoneWith: blocks [block, block + n) were written and will not be
+  // written or read again soon. Neither changes a byte, counts in the
+  // ledger or promises anything; the memory-mapped backend faults the
+  // first in now, in one call, and drops the second from the process's
+  // memory (their bytes stay in the page cache and reach the file as any
+  // other write), so that the log's resident memory is a window around
+  // its end rather than all it holds. The other backends ignore them.
+  void WillWrite(uint64_t block, uint64_t n) { DoWillWrite(block, n); }
+  void DoneWith(uint64_t block, uint64_t n) { DoDoneWith(block, n); }
   absl::Status Resize(uint64_t num_blocks);
 
   // The physical ledger. Blocks, bytes and operations count successful
@@ -165,6 +176,8 @@ class BlockDevice {
   virtual absl::Status DoWriteBatch(std::span<const WriteRequest> requests);
   virtual absl::Status DoSync() = 0;
   virtual absl::Status DoWriteBack() { return absl::OkStatus(); }
+  virtual void DoWillWrite(uint64_t /*block*/, uint64_t /*n*/) {}
+  virtual void DoDoneWith(uint64_t /*block*/, uint64_t /*n*/) {}
   virtual absl::Status DoResize(uint64_t num_blocks) = 0;
 
   // InvalidArgument or OutOfRange per the contract above, naming `op`, the

@@ -4,14 +4,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <shared_mutex>
 
 #include "absl/strings/str_cat.h"
+#include "io/base/status_macros.h"
 #include "io/io_error.h"
 #include "io/posix_device.h"
-#include "io/base/status_macros.h"
 
 namespace roundtable::io {
 namespace {
@@ -96,12 +97,18 @@ class MmapDevice final : public FileDevice {
     if (!reserved.ok() && !absl::IsUnimplemented(reserved)) return reserved;
     RT_RETURN_IF_ERROR(FileDevice::DoResize(num_blocks));
     if (!reserved.ok() || mapped_bytes_ != old) return absl::OkStatus();
-    RT_RETURN_IF_ERROR(RemapLocked(bytes));
-    // The new pages are faulted in writable now, in one call, rather than
-    // one fault at a time by the stores that fill them. (Advice only: a
-    // kernel without MADV_POPULATE_WRITE faults them later.)
-    madvise(base_ + old, bytes - old, MADV_POPULATE_WRITE);
-    return absl::OkStatus();
+    return RemapLocked(bytes);
+  }
+  // The pages are faulted in writable now, in one call, rather than one
+  // fault at a time by the stores that fill them. (Advice only: a kernel
+  // without MADV_POPULATE_WRITE faults them later.)
+  void DoWillWrite(uint64_t block, uint64_t n) override {
+    Advise(block, n, MADV_POPULATE_WRITE);
+  }
+  // The pages leave the process's mapping; a dirty one stays dirty in the
+  // page cache (a shared file mapping), so a later sync writes it.
+  void DoDoneWith(uint64_t block, uint64_t n) override {
+    Advise(block, n, MADV_DONTNEED);
   }
 
  private:
@@ -130,6 +137,16 @@ class MmapDevice final : public FileDevice {
     return IoError(err, "fallocate", path(), offset, bytes);
   }
 
+  // madvise of the whole pages of blocks [block, block + n) that are
+  // mapped.
+  void Advise(uint64_t block, uint64_t n, int advice) {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t begin = (block * block_size() + page - 1) / page * page;
+    const uint64_t end =
+        std::min((block + n) * block_size(), mapped_bytes_) / page * page;
+    if (begin < end) madvise(base_ + begin, end - begin, advice);
+  }
   absl::Status RemapLocked(uint64_t bytes) {
     if (bytes == mapped_bytes_) return absl::OkStatus();
     std::byte* base = nullptr;

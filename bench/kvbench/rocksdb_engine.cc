@@ -56,6 +56,11 @@ class RocksdbEngine : public KvEngine {
     return n;
   }
   absl::Status Sync() override { return FromRocks(db_->SyncWAL()); }
+  // The memtable flushed to a table file.
+  absl::Status Settle() override {
+    absl::Status s = FromRocks(db_->Flush(rocksdb::FlushOptions()));
+    return s.ok() ? Sync() : s;
+  }
   absl::Status Close() override {
     absl::Status s = FromRocks(db_->Close());
     db_.reset();

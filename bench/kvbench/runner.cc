@@ -409,6 +409,13 @@ absl::StatusOr<Result> Runner::Run(
   if (!seconds.ok()) return seconds.status();
   if (*seconds > 0) r.seconds = *seconds;
 
+  r.peak_rss_bytes = PeakRssBytes();
+  // What the engine has written once its writes are in its files and
+  // synced (an engine with a large cache of its own, or blocks it holds
+  // until a checkpoint, may otherwise not have written them yet): untimed,
+  // but counted.
+  s = engine_->Settle();
+  if (!s.ok()) return s;
   const ProcIo io_after = ReadProcIo();
   r.io.read_bytes = io_after.read_bytes - io_before.read_bytes;
   r.io.write_bytes = io_after.write_bytes - io_before.write_bytes;
@@ -417,12 +424,7 @@ absl::StatusOr<Result> Runner::Run(
   if (device_before.ok() && device_after.ok()) {
     r.device_reads = *device_after - *device_before;
   }
-  r.peak_rss_bytes = PeakRssBytes();
   r.records = records_;
-  // What the engine has on disk once its writes are synced (an engine with
-  // a large cache of its own may otherwise not have written them yet).
-  s = engine_->Sync();
-  if (!s.ok()) return s;
   r.bytes_on_disk = BytesOnDisk(dir_);
   r.engine_stats = engine_->Stats();
   return r;

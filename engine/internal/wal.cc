@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -15,6 +16,9 @@ namespace {
 // The device grows by this many blocks at a time, so that appends do not
 // resize it every block.
 constexpr uint64_t kGrowBlocks = 64;
+// The log's resident window: this much ahead of its tail faulted in at a
+// time, and what lies more than this behind it given up.
+constexpr uint64_t kWindowBytes = 1 << 20;
 
 constexpr size_t kChecksumAt = 20;
 
@@ -38,6 +42,7 @@ absl::Status WalWriter::Start(uint64_t next_seq, uint64_t durable_seq,
   std::memset(stage_.data(), 0, stage_.size());
   tail_block_ = 0;
   tail_fill_ = 0;
+  prepared_from_ = prepared_to_ = 0;
   next_seq_ = next_seq;
   durable_seq_ = durable_seq;
   bytes_ = 0;
@@ -48,6 +53,7 @@ absl::Status WalWriter::Start(uint64_t next_seq, uint64_t durable_seq,
 absl::Status WalWriter::Resume(uint64_t end, uint64_t next_seq) {
   tail_block_ = end / block_size_;
   tail_fill_ = end % block_size_;
+  prepared_from_ = prepared_to_ = tail_block_;
   std::memset(stage_.data(), 0, stage_.size());
   const uint64_t blocks = tail_block_ + (tail_fill_ > 0 ? 1 : 0);
   if (tail_fill_ > 0) {
@@ -87,8 +93,12 @@ absl::Status WalWriter::Append(std::string_view payload) {
   std::memcpy(stage_.data() + tail_fill_ + kWalHeaderBytes, payload.data(),
               payload.size());
   if (tail_block_ + blocks > device_->num_blocks()) {
-    RT_RETURN_IF_ERROR(device_->Resize(tail_block_ + blocks + kGrowBlocks));
+    // By an eighth at a time: a log of any length grows in a few steps.
+    RT_RETURN_IF_ERROR(
+        device_->Resize(tail_block_ + blocks +
+                        std::max(kGrowBlocks, device_->num_blocks() / 8)));
   }
+  if (tail_block_ + blocks > prepared_to_) PrepareWindow(tail_block_ + blocks);
   // The device holds the tail's bytes before the record already, and zeros
   // after it (a log grows with zero blocks; Start and Resume cut what
   // followed its records, or find zeros there).
@@ -110,6 +120,19 @@ absl::Status WalWriter::Append(std::string_view payload) {
   bytes_ += kWalHeaderBytes + payload.size();
   unsynced_ = true;
   return absl::OkStatus();
+}
+
+void WalWriter::PrepareWindow(uint64_t end) {
+  const uint64_t window = std::max<uint64_t>(1, kWindowBytes / block_size_);
+  // The next window faulted in ahead of the records...
+  const uint64_t from = std::max(prepared_to_, tail_block_);
+  prepared_to_ = std::min(end + window, device_->num_blocks());
+  if (prepared_to_ > from) device_->WillWrite(from, prepared_to_ - from);
+  // ...and what lies more than a window behind them given up.
+  if (tail_block_ > prepared_from_ + 2 * window) {
+    device_->DoneWith(prepared_from_, tail_block_ - window - prepared_from_);
+    prepared_from_ = tail_block_ - window;
+  }
 }
 
 absl::Status WalWriter::Sync() {

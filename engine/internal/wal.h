@@ -80,6 +80,10 @@ class WalWriter {
   uint64_t bytes() const { return bytes_; }
 
  private:
+  // Announces the blocks up to a window past `end` (the records' end) to
+  // the device, and gives up those more than a window behind the tail.
+  void PrepareWindow(uint64_t end);
+
   io::BlockDevice* device_;
   const uint32_t block_size_;
   // The block being filled (block tail_block_ of the device), then room for
@@ -87,6 +91,11 @@ class WalWriter {
   io::AlignedBuffer stage_;
   uint64_t tail_block_ = 0;
   size_t tail_fill_ = 0;  // bytes of records in the tail block
+  // The log's memory is a window around the tail (BlockDevice::WillWrite,
+  // DoneWith): the blocks from prepared_from_ to prepared_to_ were
+  // announced, those before prepared_from_ given up.
+  uint64_t prepared_from_ = 0;
+  uint64_t prepared_to_ = 0;
   uint64_t next_seq_ = 0;
   uint64_t bytes_ = 0;
   uint64_t durable_seq_ = 0;  // the durable mark of the next record

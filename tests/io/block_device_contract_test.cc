@@ -304,6 +304,39 @@ TEST_P(BlockDeviceContractTest, WriteBackChangesNothingAndPromisesNothing) {
   EXPECT_TRUE(Same(got, AlignedBuffer(2 * kBlock)));
 }
 
+// WillWrite and DoneWith are hints: blocks announced are written as any
+// others, blocks given up (the memory map drops their pages from the
+// process) still read as written, a later write to them lands, and a sync
+// makes them all durable; no ledger counts them.
+TEST_P(BlockDeviceContractTest, WindowHintsChangeNothing) {
+  constexpr uint64_t kBlocks = 64;  // several pages at any page size
+  ASSERT_TRUE(device_->Resize(kBlocks).ok());
+  const IoStats before = device_->stats();
+  device_->WillWrite(0, kBlocks);
+  device_->WillWrite(kBlocks - 1, 10);  // past the end: ignored
+  AlignedBuffer data = Pattern(0, kBlocks, 5);
+  ASSERT_TRUE(device_->Write(0, data.span()).ok());
+  device_->DoneWith(0, kBlocks);
+  device_->DoneWith(3, 1000);
+  const IoStats hinted = device_->stats();
+  EXPECT_EQ(hinted.blocks_written, before.blocks_written + kBlocks);
+  EXPECT_EQ(hinted.blocks_read, before.blocks_read);
+  AlignedBuffer got(kBlocks * kBlock);
+  ASSERT_TRUE(device_->Read(0, got.span()).ok());
+  EXPECT_TRUE(Same(got, data));
+  const AlignedBuffer again = Pattern(7, 2, 6);
+  ASSERT_TRUE(device_->Write(7, again.span()).ok());
+  ASSERT_TRUE(device_->Sync().ok());
+  if (!persistent()) return;
+  device_.reset();
+  auto reopened = Open();
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  device_ = *std::move(reopened);
+  ASSERT_TRUE(device_->Read(0, got.span()).ok());
+  std::memcpy(data.data() + 7 * kBlock, again.data(), again.size());
+  EXPECT_TRUE(Same(got, data));
+}
+
 TEST_P(BlockDeviceContractTest, SyncedDataAndSizeSurviveReopen) {
   if (!persistent()) GTEST_SKIP() << "memory devices do not outlive the object";
   ASSERT_TRUE(device_->Resize(6).ok());

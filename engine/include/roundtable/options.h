@@ -62,8 +62,13 @@ struct Options {
   // writes every held block once (at a new place in the block file), so
   // random updates spread over a large table cost far less when many land
   // on each block between checkpoints: a cache large enough for the table
-  // lets the held blocks grow to the whole table.
-  uint64_t checkpoint_bytes = 32 << 20;
+  // lets the held blocks grow to the whole table. 0 (the default): as
+  // many bytes as block_cache_bytes, and at least kMinCheckpointBytes, so
+  // that a table that fits its cache is checkpointed about once per
+  // cache's worth of log rather than rewritten whole every 32 MiB; a
+  // crash then replays at most that much log.
+  uint64_t checkpoint_bytes = 0;
+  static constexpr uint64_t kMinCheckpointBytes = 32 << 20;
   // Out-of-line values (docs/table.md, "Values of any size") are written
   // in place, before their writes are logged, and a checkpoint syncs them.
   // One also starts once this many bytes of them were written since the

@@ -69,6 +69,74 @@ TEST(WalTest, RecordsComeBackInOrder) {
   }
 }
 
+// A memory device that records the window hints: which blocks were given
+// up, and whether a write ever came back to one of them.
+class HintRecorder final : public io::BlockDevice {
+ public:
+  explicit HintRecorder(uint32_t bs)
+      : BlockDevice("hints"), inner_(io::NewMemoryDevice(bs)) {}
+  const io::Capabilities& capabilities() const override {
+    return inner_->capabilities();
+  }
+  uint64_t num_blocks() const override { return inner_->num_blocks(); }
+  uint64_t announced = 0;  // blocks announced by WillWrite
+  uint64_t given_up = 0;   // blocks given up by DoneWith
+  // Blocks before this were given up; a write below it is a finding.
+  uint64_t done_below = 0;
+  bool wrote_given_up = false;
+
+ protected:
+  absl::Status DoRead(uint64_t block, std::span<std::byte> buffer) override {
+    return inner_->Read(block, buffer);
+  }
+  absl::Status DoWrite(uint64_t block,
+                       std::span<const std::byte> buffer) override {
+    if (block < done_below) wrote_given_up = true;
+    return inner_->Write(block, buffer);
+  }
+  absl::Status DoSync() override { return inner_->Sync(); }
+  absl::Status DoResize(uint64_t n) override {
+    if (n == 0) done_below = 0;  // emptied: the log starts over
+    return inner_->Resize(n);
+  }
+  void DoWillWrite(uint64_t, uint64_t n) override { announced += n; }
+  void DoDoneWith(uint64_t block, uint64_t n) override {
+    EXPECT_EQ(block, done_below) << "given up out of order";
+    given_up += n;
+    done_below = block + n;
+  }
+
+ private:
+  std::unique_ptr<io::BlockDevice> inner_;
+};
+
+// The log keeps a window of its file in memory: what lies ahead is
+// announced, what lies more than a window behind its tail given up, and
+// no write ever returns to a block it gave up; every record reads back.
+TEST(WalTest, TheLogGivesUpOnlyBlocksItWillNotWriteAgain) {
+  for (const uint32_t bs : {512u, 4096u}) {
+    std::mt19937_64 rng(bs + 1);
+    HintRecorder device(bs);
+    WalWriter wal(&device);
+    for (int round = 0; round < 2; ++round) {
+      ASSERT_TRUE(wal.Start(1, 0).ok());
+      std::vector<std::pair<uint64_t, std::string>> written;
+      for (uint64_t seq = 1; seq < 12000; ++seq) {
+        written.emplace_back(seq, Payload(rng, seq, bs));
+        ASSERT_TRUE(wal.Append(written.back().second).ok());
+      }
+      EXPECT_FALSE(device.wrote_given_up);
+      // Several MiB of records: most of the file given up, all of it
+      // announced before it was written.
+      const uint64_t written_blocks = (wal.bytes() + bs - 1) / bs;
+      EXPECT_GT(wal.bytes(), uint64_t{4} << 20);
+      EXPECT_GE(device.announced, written_blocks);
+      EXPECT_GT(device.given_up, written_blocks / 2);
+      EXPECT_EQ(ReadAll(device, 0), written);
+    }
+  }
+}
+
 TEST(WalTest, RestartForgetsTheOldLog) {
   auto device = io::NewMemoryDevice(512);
   WalWriter wal(device.get());
