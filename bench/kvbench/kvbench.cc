@@ -206,11 +206,17 @@ std::string ResultJson(const Result& r, const RunConfig& config) {
       ",\"user_bytes_written\":", r.user_bytes_written,
       ",\"write_bytes\":", r.io.write_bytes,
       ",\"write_amp\":", JsonNumber(r.write_amplification()),
+      ",\"device_write_bytes\":",
+      r.device_write_bytes.has_value() ? absl::StrCat(*r.device_write_bytes)
+                                       : "null",
+      ",\"device_write_amp\":",
+      r.device_write_bytes.has_value()
+          ? JsonNumber(r.device_write_amplification())
+          : "null",
       ",\"read_bytes\":", r.io.read_bytes,
       ",\"read_bytes_per_op\":", JsonNumber(r.read_bytes_per_op()),
       ",\"device_reads_per_op\":",
-      r.device_reads.has_value() ? JsonNumber(r.device_reads_per_op())
-                                 : "null",
+      r.device_reads.has_value() ? JsonNumber(r.device_reads_per_op()) : "null",
       ",\"peak_rss_bytes\":", r.peak_rss_bytes, ",\"engine_stats\":{", stats,
       "}");
   if (!r.series.empty()) {

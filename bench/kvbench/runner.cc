@@ -47,6 +47,13 @@ double Result::write_amplification() const {
              : 0;
 }
 
+double Result::device_write_amplification() const {
+  if (!device_write_bytes.has_value()) return -1;
+  return user_bytes_written > 0
+             ? static_cast<double>(*device_write_bytes) / user_bytes_written
+             : 0;
+}
+
 double Result::device_reads_per_op() const {
   if (!device_reads.has_value() || ops == 0) return -1;
   return static_cast<double>(*device_reads) / ops;
@@ -309,7 +316,7 @@ absl::StatusOr<Result> Runner::Run(
 
   ResetPeakRss();
   const ProcIo io_before = ReadProcIo();
-  const absl::StatusOr<uint64_t> device_before = DeviceReads(dir_);
+  const absl::StatusOr<DeviceCounters> device_before = ReadDeviceCounters(dir_);
   const uint64_t present = std::max<uint64_t>(records_, 1);
 
   // The parallel workloads' wall time, or their first error.
@@ -420,9 +427,11 @@ absl::StatusOr<Result> Runner::Run(
   r.io.read_bytes = io_after.read_bytes - io_before.read_bytes;
   r.io.write_bytes = io_after.write_bytes - io_before.write_bytes;
   r.io.read_syscalls = io_after.read_syscalls - io_before.read_syscalls;
-  const absl::StatusOr<uint64_t> device_after = DeviceReads(dir_);
+  const absl::StatusOr<DeviceCounters> device_after = ReadDeviceCounters(dir_);
   if (device_before.ok() && device_after.ok()) {
-    r.device_reads = *device_after - *device_before;
+    r.device_reads = device_after->reads - device_before->reads;
+    r.device_write_bytes =
+        device_after->written_bytes - device_before->written_bytes;
   }
   r.records = records_;
   r.bytes_on_disk = BytesOnDisk(dir_);

@@ -70,6 +70,9 @@ struct Result {
   uint64_t user_bytes_written = 0;  // keys and values written
   ProcIo io;                        // the process's, during the workload
   std::optional<uint64_t> device_reads;  // the device's, during it
+  // Bytes the device wrote during it and the engine's Settle (whoever
+  // asked: other processes' writes count too).
+  std::optional<uint64_t> device_write_bytes;
   uint64_t peak_rss_bytes = 0;           // during it
   std::vector<std::pair<std::string, double>> engine_stats;  // afterwards
   std::vector<GrowthSample> series;                          // growth only
@@ -77,6 +80,9 @@ struct Result {
   double ops_per_s() const { return seconds > 0 ? ops / seconds : 0; }
   double space_amplification() const;
   double write_amplification() const;  // 0 when nothing was written
+  // The device's written bytes over the key and value bytes: -1 when
+  // unknown, 0 when nothing was written.
+  double device_write_amplification() const;
   double device_reads_per_op() const;  // -1 when unknown
   double read_bytes_per_op() const;
 };

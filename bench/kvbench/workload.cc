@@ -163,7 +163,7 @@ ProcIo ReadProcIo() {
   return io;
 }
 
-absl::StatusOr<uint64_t> DeviceReads(const std::string& dir) {
+absl::StatusOr<DeviceCounters> ReadDeviceCounters(const std::string& dir) {
   struct stat st;
   if (stat(dir.c_str(), &st) != 0) {
     return absl::NotFoundError(absl::StrCat("stat ", dir));
@@ -171,12 +171,16 @@ absl::StatusOr<uint64_t> DeviceReads(const std::string& dir) {
   const std::string path = absl::StrCat("/sys/dev/block/", major(st.st_dev),
                                         ":", minor(st.st_dev), "/stat");
   std::ifstream in(path);
-  uint64_t reads = 0;
-  if (!(in >> reads)) {
-    return absl::UnavailableError(
-        absl::StrCat(dir, " is on no block device (", path, ")"));
+  // Reads, merged reads, sectors read, read ticks, writes, merged writes,
+  // sectors written (512 bytes each, whatever the device's sector).
+  uint64_t fields[7] = {};
+  for (uint64_t& field : fields) {
+    if (!(in >> field)) {
+      return absl::UnavailableError(
+          absl::StrCat(dir, " is on no block device (", path, ")"));
+    }
   }
-  return reads;
+  return DeviceCounters{fields[0], fields[6] * 512};
 }
 
 uint64_t BytesOnDisk(const std::string& path) {

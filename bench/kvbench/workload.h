@@ -109,10 +109,15 @@ struct ProcIo {
 };
 ProcIo ReadProcIo();
 
-// Reads completed by the block device that holds `dir` (from
-// /sys/dev/block/MAJ:MIN/stat): device reads, whoever asked for them.
-// Unavailable on a filesystem with no block device (tmpfs, overlay).
-absl::StatusOr<uint64_t> DeviceReads(const std::string& dir);
+// What the block device that holds `dir` completed (from
+// /sys/dev/block/MAJ:MIN/stat), whoever asked for it: reads, and bytes
+// written. Unavailable on a filesystem with no block device (tmpfs,
+// overlay).
+struct DeviceCounters {
+  uint64_t reads = 0;
+  uint64_t written_bytes = 0;
+};
+absl::StatusOr<DeviceCounters> ReadDeviceCounters(const std::string& dir);
 
 // Bytes allocated on disk to the files under `path` (st_blocks * 512).
 uint64_t BytesOnDisk(const std::string& path);

@@ -431,6 +431,8 @@ TEST(KvbenchProgramTest, QuickRunPrintsOneWellFormedObjectPerResult) {
               std::get<double>(o.at("max_us").v));
     // Null only where the directory has no block device to count.
     ASSERT_TRUE(o.count("device_reads_per_op"));
+    ASSERT_TRUE(o.count("device_write_bytes"));
+    ASSERT_TRUE(o.count("device_write_amp"));
     EXPECT_TRUE(o.count("engine_stats"));
     if (benchmark == "growth") {
       EXPECT_FALSE(std::get<std::vector<Json>>(o.at("series").v).empty());
