@@ -181,6 +181,25 @@ void EncodedBlock::Seal() {
   PutFixed64(data() + kChecksumAt, BlockChecksum(data(), bytes_.size()));
 }
 
+void InitMapBlock(std::span<std::byte> out, uint32_t magic, uint64_t k) {
+  char* p = reinterpret_cast<char*>(out.data());
+  std::memset(p, 0, out.size());
+  PutFixed32(p + kMagicAt, magic);
+  PutFixed64(p + kBucketAt, k);
+}
+
+void SealMapBlock(std::span<std::byte> out) {
+  char* p = reinterpret_cast<char*>(out.data());
+  PutFixed64(p + kChecksumAt, BlockChecksum(p, out.size()));
+}
+
+bool IsMapBlock(std::span<const std::byte> in, uint32_t magic, uint64_t k) {
+  const char* p = reinterpret_cast<const char*>(in.data());
+  return GetFixed32(p + kMagicAt) == magic &&
+         GetFixed64(p + kChecksumAt) == BlockChecksum(p, in.size()) &&
+         GetFixed64(p + kBucketAt) == k;
+}
+
 void CopyUnsealed(std::span<const std::byte> from, std::span<std::byte> to) {
   std::memcpy(to.data(), from.data(), kChecksumAt);
   std::memset(to.data() + kChecksumAt, 0, kBlockHeaderBytes - kChecksumAt);

@@ -115,6 +115,16 @@ class Record {
 // bytes after the header, seeded with XXH3-64 of header bytes [0, 24).
 uint64_t BlockChecksum(const char* data, size_t size);
 
+// A map block (the space map's, the block map's: docs/format.md): the
+// map's magic at byte 0, the block's number at byte 8, a checksum at byte
+// 24 (as a bucket block's), its entries from byte kBlockHeaderBytes.
+// InitMapBlock makes `out` map block `k` of `magic` with no entries (zeros
+// elsewhere); SealMapBlock sets its checksum once its entries are in;
+// IsMapBlock: whether `in` is map block `k` of `magic`, whole.
+void InitMapBlock(std::span<std::byte> out, uint32_t magic, uint64_t k);
+void SealMapBlock(std::span<std::byte> out);
+bool IsMapBlock(std::span<const std::byte> in, uint32_t magic, uint64_t k);
+
 // Bytes of a record's encoding: two varint lengths, key, value.
 inline size_t RecordBytes(std::string_view key, std::string_view value);
 // Bytes a record takes inside a block, its slot included (and in the stash

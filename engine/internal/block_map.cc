@@ -10,12 +10,9 @@
 namespace roundtable::internal {
 namespace {
 
-// A map block: magic (4), zero (4), block number (8), zero (8), checksum
-// (8, as a bucket block's), then the places of its buckets from byte 32,
+// A map block (InitMapBlock) whose entries are the places of its buckets,
 // 8 bytes each; zeros past the table's last bucket.
-constexpr size_t kNumberAt = 8;
-constexpr size_t kChecksumAt = 24;
-constexpr size_t kEntriesAt = 32;
+constexpr size_t kEntriesAt = kBlockHeaderBytes;
 
 }  // namespace
 
@@ -50,9 +47,7 @@ absl::Status BlockMap::Load(uint64_t buckets, bool stored) {
   for (uint64_t k = 0; k < map_blocks; ++k) {
     RT_RETURN_IF_ERROR(device_.Read(k, buffer.span()));
     const char* p = reinterpret_cast<const char*>(buffer.data());
-    if (GetFixed32(p) != kBlockMapMagic ||
-        GetFixed64(p + kChecksumAt) != BlockChecksum(p, bs) ||
-        GetFixed64(p + kNumberAt) != k) {
+    if (!IsMapBlock(buffer.span(), kBlockMapMagic, k)) {
       return absl::DataLossError(
           absl::StrCat("block map: block ", k, " is damaged"));
     }
@@ -127,15 +122,13 @@ absl::Status BlockMap::Stage(const DeferredDevice::HeldMap& held,
     if (!dirty_[k]) continue;
     dirty_[k] = false;
     const std::span<std::byte> out = device_.Hold(k);
-    std::fill(out.begin(), out.end(), std::byte{0});
+    InitMapBlock(out, kBlockMapMagic, k);
     char* p = reinterpret_cast<char*>(out.data());
-    PutFixed32(p, kBlockMapMagic);
-    PutFixed64(p + kNumberAt, k);
     const uint64_t n = std::min(per, buckets - k * per);
     for (uint64_t i = 0; i < n; ++i) {
       PutFixed64(p + kEntriesAt + 8 * i, place_[k * per + i]);
     }
-    PutFixed64(p + kChecksumAt, BlockChecksum(p, bs));
+    SealMapBlock(out);
   }
   return absl::OkStatus();
 }

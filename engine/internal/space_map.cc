@@ -11,15 +11,8 @@
 #include "io/base/status_macros.h"
 
 namespace roundtable::internal {
-namespace {
-
-// A bitmap block: magic (4), zero (4), block number (8), zero (8),
-// checksum (8, as a bucket block's), then the bits of its units from byte
-// 32, unit i of the block in bit i % 8 of byte 32 + i / 8.
-constexpr size_t kNumberAt = 8;
-constexpr size_t kChecksumAt = 24;
-
-}  // namespace
+// A bitmap block is a map block (InitMapBlock) whose entries are the bits
+// of its units, unit i of the block in bit i % 8 of byte 32 + i / 8.
 
 SpaceMap::SpaceMap(io::BlockDevice* file) : device_(file) {}
 
@@ -38,9 +31,7 @@ absl::Status SpaceMap::Load(uint64_t units) {
   for (uint64_t k = 0; k < blocks; ++k) {
     RT_RETURN_IF_ERROR(device_.Read(k, buffer.span()));
     const char* p = reinterpret_cast<const char*>(buffer.data());
-    if (GetFixed32(p) != kSpaceMapMagic ||
-        GetFixed64(p + kChecksumAt) != BlockChecksum(p, bs) ||
-        GetFixed64(p + kNumberAt) != k) {
+    if (!IsMapBlock(buffer.span(), kSpaceMapMagic, k)) {
       return absl::DataLossError(
           absl::StrCat("space map: block ", k, " is damaged"));
     }
@@ -176,16 +167,14 @@ void SpaceMap::Stage() {
   for (const uint64_t k : dirty_) {
     if (k >= blocks) continue;
     std::span<std::byte> out = device_.Hold(k);
+    InitMapBlock(out, kSpaceMapMagic, k);
     char* p = reinterpret_cast<char*>(out.data());
-    std::memset(p, 0, bs);
-    PutFixed32(p, kSpaceMapMagic);
-    PutFixed64(p + kNumberAt, k);
     const uint64_t first = k * per;
     const uint64_t n = std::min(per, units_ - first);
     for (uint64_t i = 0; i < n; ++i) {
       if (used(first + i)) p[32 + i / 8] |= static_cast<char>(1 << (i % 8));
     }
-    PutFixed64(p + kChecksumAt, BlockChecksum(p, bs));
+    SealMapBlock(out);
   }
   dirty_.clear();
 }
