@@ -29,7 +29,9 @@
 // build and run it.
 #include <fcntl.h>
 #include <unistd.h>
+#include <xxhash.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -39,8 +41,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
-
-#include <xxhash.h>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "engine/internal/block_format.h"
@@ -131,9 +132,24 @@ const Seed& TheSeed() {
   return *seed;
 }
 
+// Writes `bytes` to `path` as a sparse file: runs of 4 KiB of zeros are
+// left as holes (the value file grows in 16 MiB steps of them, which
+// writing whole would cost each input far more than the table's work).
 void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) std::abort();
+  constexpr size_t kRun = 4096;
+  for (size_t at = 0; at < bytes.size(); at += kRun) {
+    const size_t n = std::min(kRun, bytes.size() - at);
+    const char* p = bytes.data() + at;
+    static const std::string kZeros(kRun, '\0');
+    if (std::memcmp(p, kZeros.data(), n) == 0) continue;
+    if (pwrite(fd, p, n, static_cast<off_t>(at)) != static_cast<ssize_t>(n)) {
+      std::abort();
+    }
+  }
+  if (ftruncate(fd, static_cast<off_t>(bytes.size())) != 0) std::abort();
+  close(fd);
 }
 
 // Any value read must be one the workload wrote for that key.
@@ -216,13 +232,21 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace roundtable;
   const Seed& seed = TheSeed();
-  std::array<std::string, kFiles.size()> files = seed.files;
+  // The files an input edits, copied from the seed's on first use: the
+  // others (the 16 MiB value file, mostly) are written from the seed's.
+  std::array<std::string, kFiles.size()> files;
+  std::array<bool, kFiles.size()> copied{};
+  auto edited = [&](size_t f) -> std::string& {
+    if (!copied[f]) files[f] = seed.files[f];
+    copied[f] = true;
+    return files[f];
+  };
   bool writable = false;
   bool seal = false;
   for (size_t at = 0; at + 8 <= size; at += 8) {
     const uint8_t* edit = data + at;
     std::string& file =
-        files[((edit[0] & 7) | ((edit[0] >> 4) & 8)) % kFiles.size()];
+        edited(((edit[0] & 7) | ((edit[0] >> 4) & 8)) % kFiles.size());
     if (at == 0) {
       writable = edit[0] & 32;
       seal = edit[0] & 64;
@@ -243,10 +267,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 3: file.resize(offset); break;
     }
   }
-  if (seal) Seal(files);
+  if (seal) {
+    // Every file Seal knows (all but the value file's).
+    for (size_t f = 0; f < kFiles.size(); ++f) {
+      if (kFiles[f] != std::string_view(internal::kValuesFile)) edited(f);
+    }
+    Seal(files);
+  }
   std::filesystem::create_directories(seed.dir);
   for (size_t f = 0; f < kFiles.size(); ++f) {
-    WriteFile(absl::StrCat(seed.dir, "/", kFiles[f]), files[f]);
+    WriteFile(absl::StrCat(seed.dir, "/", kFiles[f]),
+              copied[f] ? files[f] : seed.files[f]);
   }
   Options o = FuzzOptions();
   o.create_if_missing = false;
