@@ -154,32 +154,33 @@ void BlockMap::Free(uint64_t place) {
   }
 }
 
-absl::Status BlockMap::Translate(std::span<const io::ReadRequest> requests,
-                                 std::vector<io::ReadRequest>* out) const {
-  const uint32_t bs = block_size();
-  for (const io::ReadRequest& r : requests) {
-    for (size_t i = 0; i < r.buffer.size() / bs; ++i) {
-      const uint64_t place = PlaceOf(r.block + i);
-      if (place == kNoPlace) {
-        return absl::InternalError(absl::StrCat(
-            "bucket ", r.block + i - kHeaderBlocks, " has no block yet"));
-      }
-      out->push_back({place, r.buffer.subspan(i * bs, bs)});
-    }
+absl::StatusOr<uint64_t> BlockMap::Placed(uint64_t block) const {
+  const uint64_t place = PlaceOf(block);
+  if (place == kNoPlace) {
+    return absl::InternalError(
+        absl::StrCat("bucket ", block - kHeaderBlocks, " has no block yet"));
   }
-  return absl::OkStatus();
+  return place;
 }
 
 absl::Status BlockMap::DoRead(uint64_t block, std::span<std::byte> buffer) {
+  // One block (a lookup's read): straight to its place.
+  if (buffer.size() == block_size()) {
+    RT_ASSIGN_OR_RETURN(const uint64_t place, Placed(block));
+    return blocks_->Read(place, buffer);
+  }
   const io::ReadRequest request{block, buffer};
   return DoReadBatch({&request, 1});
 }
 
 absl::Status BlockMap::DoReadBatch(std::span<const io::ReadRequest> requests) {
+  const uint32_t bs = block_size();
   std::vector<io::ReadRequest> placed;
-  RT_RETURN_IF_ERROR(Translate(requests, &placed));
-  if (placed.size() == 1) {
-    return blocks_->Read(placed[0].block, placed[0].buffer);
+  for (const io::ReadRequest& r : requests) {
+    for (size_t i = 0; i < r.buffer.size() / bs; ++i) {
+      RT_ASSIGN_OR_RETURN(const uint64_t place, Placed(r.block + i));
+      placed.push_back({place, r.buffer.subspan(i * bs, bs)});
+    }
   }
   return blocks_->ReadBatch(placed);
 }

@@ -30,6 +30,8 @@
 
 #include "absl/container/btree_set.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "engine/internal/block_format.h"
 #include "engine/internal/deferred_device.h"
 #include "engine/internal/superblock.h"
 #include "io/block_device.h"
@@ -47,7 +49,7 @@ class BlockMap final : public io::BlockDevice {
   // Places a map block of `block_size` bytes holds, and the map blocks of
   // a table of `buckets` buckets.
   static uint64_t PerBlock(uint32_t block_size) {
-    return (block_size - 32) / 8;
+    return (block_size - kBlockHeaderBytes) / 8;
   }
   static uint64_t BlocksFor(uint64_t buckets, uint32_t block_size) {
     const uint64_t per = PerBlock(block_size);
@@ -106,9 +108,9 @@ class BlockMap final : public io::BlockDevice {
   // FailedPrecondition for a cut.
   absl::Status DoResize(uint64_t num_blocks) override;
 
-  // The requests, each block at its place.
-  absl::Status Translate(std::span<const io::ReadRequest> requests,
-                         std::vector<io::ReadRequest>* out) const;
+  // Where logical block `block` lies; Internal for a bucket that has no
+  // place yet (its block is held until the next checkpoint gives it one).
+  absl::StatusOr<uint64_t> Placed(uint64_t block) const;
   // A free place, the lowest, else one past the end.
   uint64_t Allocate();
   void SetPlace(uint64_t bucket, uint64_t place);
