@@ -1,5 +1,6 @@
 #include "engine/internal/commit_log.h"
 
+#include <cstring>
 #include <optional>
 
 #include "engine/internal/kill_points.h"
@@ -14,9 +15,20 @@ CommitLog::CommitLog(std::array<io::BlockDevice*, 2> files,
       writers_{WalWriter(files[0]), WalWriter(files[1])} {}
 
 absl::StatusOr<uint64_t> CommitLog::Append(std::string_view record) {
+  return Append(record.size(), [&](char* out) {
+    if (!record.empty()) std::memcpy(out, record.data(), record.size());
+  });
+}
+
+absl::StatusOr<uint64_t> CommitLog::Append(std::span<const Op> ops) {
+  return Append(EncodedOpsSize(ops), [&](char* out) { EncodeOpsTo(ops, out); });
+}
+
+absl::StatusOr<uint64_t> CommitLog::Append(
+    size_t size, absl::FunctionRef<void(char*)> encode) {
   WalWriter& wal = writers_[current_];
   wal.NoteDurable(durable_seq_.load(std::memory_order_acquire));
-  RT_RETURN_IF_ERROR(wal.Append(record));
+  RT_RETURN_IF_ERROR(wal.Append(size, encode));
   applied_seq_ = wal.next_seq() - 1;
   logged_seq_.store(applied_seq_, std::memory_order_release);
   KillPoint("write: logged");

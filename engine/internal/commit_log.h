@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "engine/internal/log_record.h"
@@ -44,10 +45,7 @@ class CommitLog {
   // process. Returns its sequence number, which is the last applied.
   absl::StatusOr<uint64_t> Append(std::string_view record);
   // Appends the record of `ops`.
-  absl::StatusOr<uint64_t> Append(std::span<const Op> ops) {
-    EncodeOps(ops, &record_);
-    return Append(record_);
-  }
+  absl::StatusOr<uint64_t> Append(std::span<const Op> ops);
 
   // Makes the records up to `seq` durable. Group commit: one syncing
   // caller at a time syncs the log, covering every record logged before its
@@ -114,12 +112,15 @@ class CommitLog {
   uint64_t bytes() const { return writers_[current_].bytes(); }
 
  private:
+  // Appends the record whose `size` bytes of payload encode(out) writes
+  // (WalWriter::Append).
+  absl::StatusOr<uint64_t> Append(size_t size,
+                                  absl::FunctionRef<void(char*)> encode);
   const std::array<io::BlockDevice*, 2> files_;
   const std::function<absl::Status()> sync_first_;
   std::array<WalWriter, 2> writers_;
   int current_ = 0;
   std::array<uint64_t, 2> ends_{};  // where each file's records end (replay)
-  std::string record_;  // the record of a write, reused by every write
   uint64_t applied_seq_ = 0;  // the last record applied to the table
   // The last record whose log write completed: what a sync starting now
   // makes durable.

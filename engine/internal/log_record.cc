@@ -49,14 +49,23 @@ void AppendOp(std::string* rep, const Op& op) {
   PutOp(rep->data() + at, op);
 }
 
+size_t EncodedOpsSize(std::span<const Op> ops) {
+  size_t size = VarintLength(ops.size());
+  for (const Op& op : ops) size += OpBytes(op);
+  return size;
+}
+
+char* EncodeOpsTo(std::span<const Op> ops, char* out) {
+  char* p = PutVarint(out, ops.size());
+  for (const Op& op : ops) p = PutOp(p, op);
+  return p;
+}
+
 void EncodeOps(std::span<const Op> ops, std::string* out) {
   // Sized first and written in place: one resize of a string whose
   // capacity the last write left, no append per field.
-  size_t size = VarintLength(ops.size());
-  for (const Op& op : ops) size += OpBytes(op);
-  out->resize(size);
-  char* p = PutVarint(out->data(), ops.size());
-  for (const Op& op : ops) p = PutOp(p, op);
+  out->resize(EncodedOpsSize(ops));
+  EncodeOpsTo(ops, out->data());
 }
 
 absl::StatusOr<std::vector<Op>> DecodeOps(std::string_view record,

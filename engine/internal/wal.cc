@@ -75,23 +75,29 @@ absl::Status WalWriter::Resume(uint64_t end, uint64_t next_seq) {
 }
 
 absl::Status WalWriter::Append(std::string_view payload) {
-  char header[kWalHeaderBytes];
-  PutFixed32(header, static_cast<uint32_t>(payload.size()));
-  PutFixed64(header + 4, next_seq_);
-  PutFixed64(header + 12, durable_seq_);
-  PutFixed64(header + kChecksumAt, RecordChecksum(header, payload));
+  return Append(payload.size(), [&](char* out) {
+    if (!payload.empty()) std::memcpy(out, payload.data(), payload.size());
+  });
+}
+
+absl::Status WalWriter::Append(size_t size,
+                               absl::FunctionRef<void(char*)> encode) {
   // The record goes after the tail's bytes in the stage; the blocks it
   // touches are consecutive, so one write (one system call) takes them all.
-  const size_t end = tail_fill_ + kWalHeaderBytes + payload.size();
+  const size_t end = tail_fill_ + kWalHeaderBytes + size;
   const size_t blocks = (end + block_size_ - 1) / block_size_;
   if (blocks * block_size_ > stage_.size()) {
     io::AlignedBuffer larger(blocks * block_size_);
     std::memcpy(larger.data(), stage_.data(), tail_fill_);
     stage_ = std::move(larger);
   }
-  std::memcpy(stage_.data() + tail_fill_, header, kWalHeaderBytes);
-  std::memcpy(stage_.data() + tail_fill_ + kWalHeaderBytes, payload.data(),
-              payload.size());
+  char* header = reinterpret_cast<char*>(stage_.data()) + tail_fill_;
+  encode(header + kWalHeaderBytes);
+  PutFixed32(header, static_cast<uint32_t>(size));
+  PutFixed64(header + 4, next_seq_);
+  PutFixed64(header + 12, durable_seq_);
+  PutFixed64(header + kChecksumAt,
+             RecordChecksum(header, {header + kWalHeaderBytes, size}));
   if (tail_block_ + blocks > device_->num_blocks()) {
     // By an eighth at a time: a log of any length grows in a few steps.
     RT_RETURN_IF_ERROR(
@@ -117,7 +123,7 @@ absl::Status WalWriter::Append(std::string_view payload) {
     tail_fill_ = end;
   }
   ++next_seq_;
-  bytes_ += kWalHeaderBytes + payload.size();
+  bytes_ += kWalHeaderBytes + size;
   unsynced_ = true;
   return absl::OkStatus();
 }

@@ -34,6 +34,7 @@
 #include <optional>
 #include <string_view>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "io/block_device.h"
@@ -67,6 +68,9 @@ class WalWriter {
   // (one write): when it returns OK the operating system holds the record,
   // so it survives a crash of the process; Sync makes it survive power loss.
   absl::Status Append(std::string_view payload);
+  // Appends a record whose `size` bytes of payload encode(out) writes at
+  // `out`, where the record lies in the writer's buffer: no copy before.
+  absl::Status Append(size_t size, absl::FunctionRef<void(char*)> encode);
 
   // Makes every appended record durable.
   absl::Status Sync();
