@@ -365,7 +365,7 @@ absl::Status Table::Impl::Flush() {
   // Puts that replaced larger records may leave buckets to release.
   RT_RETURN_IF_ERROR(error_.Note(table_.MaybeShrink()));
   store_.RefreshFilters();
-  return buffer_.MaybeCompact();
+  return absl::OkStatus();
 }
 
 absl::Status Table::Impl::AfterBackups(
@@ -396,11 +396,9 @@ absl::Status Table::Impl::CloseLocked() {
   absl::Status s;
   if (!options_.read_only && error_.ok()) {
     // Compact the stash copy so that the next open reads only the live
-    // stash, then checkpoint: the next open replays nothing. The write
-    // buffer's copy, up to the buffer's size, is rewritten only on its
-    // usual rule (at most twice the live entries for the next open).
+    // stash, then checkpoint (which writes the write buffer's copy as it
+    // is): the next open replays nothing.
     s = table_.stash().Compact();
-    if (s.ok()) s = buffer_.records().MaybeCompact();
     if (s.ok()) s = CheckpointLocked(/*complete=*/true);
   }
   closed_ = true;

@@ -7,11 +7,12 @@
 
 namespace roundtable::internal {
 
-LoggedStash::LoggedStash(io::BlockDevice* file, uint64_t epoch,
-                         uint64_t blocks, std::string_view name,
-                         std::string_view what)
+LoggedStash::LoggedStash(io::BlockDevice* file, uint64_t epoch, uint64_t blocks,
+                         std::string_view name, std::string_view what,
+                         Copy copy)
     : device_(std::make_unique<DeferredDevice>(file)),
       copy_(device_.get(), epoch, blocks),
+      kind_(copy),
       what_(what),
       rewritten_point_(std::string(name) + ": copy rewritten") {}
 
@@ -32,15 +33,31 @@ absl::Status LoggedStash::Load(const Layout& layout,
   return copy_.ResumeTail();
 }
 
+absl::Status LoggedStash::LogPut(const Record& r) {
+  if (kind_ == Copy::kSnapshot) {
+    changed_ = true;
+    return absl::OkStatus();
+  }
+  return copy_.AppendPut(r.key(), r.value());
+}
+
+absl::Status LoggedStash::LogRemove(std::string_view key) {
+  if (kind_ == Copy::kSnapshot) {
+    changed_ = true;
+    return absl::OkStatus();
+  }
+  return copy_.AppendRemove(key);
+}
+
 absl::Status LoggedStash::Put(uint64_t b, uint64_t h, Record record) {
-  RT_RETURN_IF_ERROR(copy_.AppendPut(record.key(), record.value()));
+  RT_RETURN_IF_ERROR(LogPut(record));
   stash_.Add(b, h, std::move(record));
   return absl::OkStatus();
 }
 
 absl::Status LoggedStash::Replace(Record* r, std::string_view value) {
   stash_.SetValue(r, value);
-  return copy_.AppendPut(r->key(), r->value());
+  return LogPut(*r);
 }
 
 absl::StatusOr<std::optional<size_t>> LoggedStash::Remove(
@@ -49,7 +66,7 @@ absl::StatusOr<std::optional<size_t>> LoggedStash::Remove(
   std::optional<size_t> removed;
   stash_.Filter(b, [&](const Record& r) {
     if (r.key() != key) return true;
-    s = copy_.AppendRemove(key);
+    s = LogRemove(key);
     if (!s.ok()) return true;
     removed = EncodedSize(r.key(), r.value());
     return false;
@@ -58,7 +75,14 @@ absl::StatusOr<std::optional<size_t>> LoggedStash::Remove(
   return removed;
 }
 
+absl::Status LoggedStash::Flush() {
+  if (kind_ == Copy::kLogged) return copy_.Flush();
+  if (!changed_) return absl::OkStatus();
+  return Compact();
+}
+
 absl::Status LoggedStash::MaybeCompact() {
+  if (kind_ == Copy::kSnapshot) return absl::OkStatus();
   // An entry is its record's bytes and a kind byte; the encoded sizes
   // (with their 4-byte slots) and one byte a record overcount that a
   // little.
@@ -77,6 +101,7 @@ absl::Status LoggedStash::Compact() {
     }
   });
   RT_RETURN_IF_ERROR(copy_.Rewrite(live));
+  changed_ = false;
   KillPoint(rewritten_point_);
   return absl::OkStatus();
 }

@@ -6,10 +6,18 @@
 // writes until a checkpoint journals them (docs/format.md, "The stash
 // copy").
 //
-// Every change that a record enters or leaves the copy by is logged here:
-// Put, Replace, Remove, MoveOut and LogRemoved. Take and Restore move a
-// record between buckets in memory only (a distribute): the copy stores
-// no bucket, so the record stays in it unchanged.
+// The copy is kept one of two ways (Copy). Logged (the stash): every change
+// that a record enters or leaves the copy by is logged here: Put, Replace,
+// Remove, MoveOut and LogRemoved; the log is rewritten from the live
+// records when it has grown well past them. A snapshot (the write
+// buffer, whose records mostly leave it before the next checkpoint): the
+// changes are not logged, and Flush rewrites the copy from the live
+// records when they changed since the last. Either way the copy's writes
+// wait in its deferred device for the next checkpoint, which is the only
+// time the copy reaches its file: both give the file the same records.
+// Take and Restore move a record between buckets in memory only (a
+// distribute): the copy stores no bucket, so the record stays in it
+// unchanged.
 //
 // Thread-safety: none; the table calls it under its writer lock, and its
 // const methods under its reader lock.
@@ -39,8 +47,10 @@ class LoggedStash {
   // block `blocks` - 1 of generation `epoch` (the superblock's). `name`
   // ("stash", "buffer") names its kill points; `what` ("stash copy") its
   // errors.
+  enum class Copy { kLogged, kSnapshot };
   LoggedStash(io::BlockDevice* file, uint64_t epoch, uint64_t blocks,
-              std::string_view name, std::string_view what);
+              std::string_view name, std::string_view what,
+              Copy copy = Copy::kLogged);
 
   // Fills the lists from the copy, each record in its bucket under
   // `mapping`, and resumes the copy's tail. DataLoss when a record is larger
@@ -93,17 +103,17 @@ class LoggedStash {
     stash_.Add(b, h, std::move(record));
   }
   // Notes in the copy that a taken record of `key` left it.
-  absl::Status LogRemoved(std::string_view key) {
-    return copy_.AppendRemove(key);
-  }
+  absl::Status LogRemoved(std::string_view key) { return LogRemove(key); }
 
-  // Rewrites the copy from the live records when it has grown well past
-  // them (at most twice their blocks, plus a few).
+  // Logged: rewrites the copy from the live records when it has grown
+  // well past them (at most twice their blocks, plus a few).
   absl::Status MaybeCompact();
   // Rewrites the copy from the live records.
   absl::Status Compact();
-  // Writes the copy's tail block if it holds entries not yet written.
-  absl::Status Flush() { return copy_.Flush(); }
+  // Before a checkpoint: logged, writes the copy's tail block if it holds
+  // entries not yet written; a snapshot, rewrites the copy if the records
+  // changed since the last.
+  absl::Status Flush();
 
   // The copy's generation and blocks in use, for the superblock.
   uint64_t epoch() const { return copy_.epoch(); }
@@ -114,9 +124,15 @@ class LoggedStash {
   const DeferredDevice& device() const { return *device_; }
 
  private:
+  // The copy's entries for a change (a snapshot notes the change only).
+  absl::Status LogPut(const Record& r);
+  absl::Status LogRemove(std::string_view key);
+
   std::unique_ptr<DeferredDevice> device_;
   StashLog copy_;
   Stash stash_;
+  const Copy kind_;
+  bool changed_ = false;  // a snapshot: records changed since the copy
   const std::string what_;
   const std::string rewritten_point_;  // "<name>: copy rewritten"
 };
@@ -127,7 +143,7 @@ absl::Status LoggedStash::MoveOut(uint64_t b, Leave leave,
   absl::Status s;
   stash_.Filter(b, [&](const Record& r) {
     if (!s.ok() || !leave(r)) return true;
-    s = copy_.AppendRemove(r.key());
+    s = LogRemove(r.key());
     KillPoint(kill_point);
     return false;
   });

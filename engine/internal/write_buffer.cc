@@ -17,7 +17,7 @@ WriteBuffer::WriteBuffer(uint64_t limit_bytes, uint64_t held_limit,
       store_(store),
       error_(error),
       buffer_(file, sb.buffer_epoch, sb.buffer_blocks, "buffer",
-              "write buffer copy") {
+              "write buffer copy", LoggedStash::Copy::kSnapshot) {
   table_->set_observer(this);
 }
 
@@ -46,7 +46,6 @@ absl::Status WriteBuffer::Delete(std::string_view key) {
   if (const Record* buffered = buffer_.Find(b, key, h)) {
     RT_RETURN_IF_ERROR(table_->ReleaseValue(buffered->value()));
     RT_RETURN_IF_ERROR(error_->Note(buffer_.Remove(b, key).status()));
-    RT_RETURN_IF_ERROR(MaybeCompact());
   }
   return table_->Delete(key, h);
 }
@@ -85,7 +84,7 @@ bool WriteBuffer::EditsInPlace(uint64_t b) {
 absl::Status WriteBuffer::MaybeDrain() {
   RT_RETURN_IF_ERROR(DrainRebuilt());
   while (memory_bytes() > limit_) RT_RETURN_IF_ERROR(DrainNext());
-  return MaybeCompact();
+  return absl::OkStatus();
 }
 
 absl::Status WriteBuffer::DrainRebuilt() {

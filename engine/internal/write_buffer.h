@@ -66,8 +66,6 @@ class WriteBuffer final : public DistributeObserver {
   // Applies the buffered puts of the next bucket, in a sweep over the
   // buckets, that has any. REQUIRES: !empty().
   absl::Status DrainNext();
-  // Rewrites the copy when it has grown well past the buffered puts.
-  absl::Status MaybeCompact() { return error_->Note(buffer_.MaybeCompact()); }
 
   // Reads.
   Record* Find(uint64_t b, std::string_view key, uint64_t h) {
@@ -103,7 +101,7 @@ class WriteBuffer final : public DistributeObserver {
   // a clean block made dirty for one put would cost two block writes.
   bool EditsInPlace(uint64_t b);
   // While the buffer takes more than its limit, drains bucket after bucket
-  // from the drain cursor on; then compacts the copy if it wants it.
+  // from the drain cursor on.
   absl::Status MaybeDrain();
   // Drains the buckets a distribute rebuilt, the latest first: their blocks
   // are in memory, so the puts cost no read, and no write besides the one

@@ -1,6 +1,6 @@
 // WriteBuffer: buffered puts and their drain policy over a BucketTable,
 // against a std::map; buffered puts following their keys through
-// distributes; the memory bound.
+// distributes; the memory bound; the copy, a snapshot at each checkpoint.
 #include "engine/internal/write_buffer.h"
 
 #include <map>
@@ -125,6 +125,54 @@ TEST(WriteBufferTest, StaysWithinItsMemoryAndMatchesAMapThroughDistributes) {
     for (const auto& [k, v] : model) ASSERT_EQ(parts.Lookup(k), v) << k;
     EXPECT_TRUE(parts.error.ok());
   }
+}
+
+// The buffer's copy is a snapshot: no change writes it; a checkpoint's
+// Flush writes the buffered puts as they are then (and nothing when none
+// changed since the last), which is what the next open loads.
+TEST(WriteBufferTest, ItsCopyIsTheBufferedPutsAsOfTheLastFlush) {
+  std::mt19937_64 rng(5);
+  EngineParts parts(kBlock, 8, 0, /*buffer_bytes=*/8192);
+  LoggedStash& copy = parts.buffer->records();
+  std::map<std::string, std::string> buffered;  // as of the last Flush
+  for (int round = 0; round < 40; ++round) {
+    const uint64_t writes = copy.block_writes();
+    for (int i = 0; i < 30; ++i) {
+      parts.buffer->Begin();
+      const std::string key = absl::StrCat("key", rng() % 200);
+      if (rng() % 4 != 0) {
+        ASSERT_TRUE(
+            parts.buffer->Put(key, std::string(1 + rng() % 40, 'v')).ok());
+      } else {
+        ASSERT_TRUE(parts.buffer->Delete(key).ok());
+      }
+      parts.EndWrite();
+    }
+    // The changes wrote nothing of the copy.
+    EXPECT_EQ(copy.block_writes(), writes);
+    if (round % 5 == 4) {
+      while (!parts.buffer->empty()) {
+        ASSERT_TRUE(parts.buffer->DrainNext().ok());
+      }
+    }
+    ASSERT_TRUE(copy.Flush().ok());
+    buffered.clear();
+    copy.ForEachList([&](uint64_t, const Stash::List& list) {
+      for (const Stash::Entry& e : list) {
+        buffered[std::string(e.record.key())] = std::string(e.record.value());
+      }
+    });
+    auto loaded = StashLog::Load(copy.device(), copy.epoch(), copy.blocks());
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    const std::map<std::string, std::string> in_copy(loaded->begin(),
+                                                     loaded->end());
+    EXPECT_EQ(in_copy, buffered);
+    // Nothing changed since: a second Flush writes nothing.
+    const uint64_t flushed = copy.block_writes();
+    ASSERT_TRUE(copy.Flush().ok());
+    EXPECT_EQ(copy.block_writes(), flushed);
+  }
+  EXPECT_TRUE(parts.error.ok());
 }
 
 }  // namespace
