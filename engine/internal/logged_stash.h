@@ -43,11 +43,13 @@ namespace roundtable::internal {
 
 class LoggedStash {
  public:
+  // How the copy is kept: a log of changes, or a snapshot at each Flush.
+  enum class Copy { kLogged, kSnapshot };
+
   // Borrows `file`, which must outlive this; the copy continues after
   // block `blocks` - 1 of generation `epoch` (the superblock's). `name`
   // ("stash", "buffer") names its kill points; `what` ("stash copy") its
-  // errors.
-  enum class Copy { kLogged, kSnapshot };
+  // errors; `copy` says how the copy is kept (above).
   LoggedStash(io::BlockDevice* file, uint64_t epoch, uint64_t blocks,
               std::string_view name, std::string_view what,
               Copy copy = Copy::kLogged);
