@@ -98,7 +98,8 @@ class WriteBuffer final : public DistributeObserver {
   // block is held (it is written anyway), or cached while the whole table
   // fits in the held blocks' budget (then the checkpoints come seldom
   // enough for many puts to land on each block first). In a larger table
-  // a clean block made dirty for one put would cost two block writes.
+  // a clean block made dirty for one put would cost a block write at the
+  // next checkpoint for that one record.
   bool EditsInPlace(uint64_t b);
   // While the buffer takes more than its limit, drains bucket after bucket
   // from the drain cursor on.
