@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "engine/internal/table_files.h"
 #include "io/base/status_macros.h"
@@ -89,6 +90,30 @@ absl::Status BucketStore::ReadBlocks(std::span<const uint64_t> buckets,
   for (size_t r = 0; r < missed.size(); ++r) {
     RT_RETURN_IF_ERROR(VerifyBlock(reads[r].buffer, missed[r]));
     cache_.Insert(missed[r], reads[r].buffer);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BucketStore::Preload(std::span<const uint64_t> buckets) {
+  if (!cache_.enabled()) return absl::OkStatus();
+  std::vector<uint64_t> missed;
+  for (const uint64_t b : buckets) {
+    if (!InMemory(b)) missed.push_back(b);
+  }
+  if (missed.size() < 2) return absl::OkStatus();
+  if (preload_.size() < missed.size() * block_size_) {
+    preload_ = io::AlignedBuffer(missed.size() * block_size_);
+  }
+  std::vector<io::ReadRequest> reads;
+  reads.reserve(missed.size());
+  for (size_t i = 0; i < missed.size(); ++i) {
+    reads.push_back({missed[i] + kHeaderBlocks,
+                     preload_.span().subspan(i * block_size_, block_size_)});
+  }
+  RT_RETURN_IF_ERROR(blocks_->ReadBatch(reads));
+  for (size_t i = 0; i < missed.size(); ++i) {
+    RT_RETURN_IF_ERROR(VerifyBlock(reads[i].buffer, missed[i]));
+    cache_.Insert(missed[i], reads[i].buffer);
   }
   return absl::OkStatus();
 }

@@ -76,6 +76,7 @@ class BucketStore {
   BlockMap& places() { return *places_; }
 
   uint32_t block_size() const { return block_size_; }
+  uint64_t cache_capacity_blocks() const { return cache_.capacity_blocks(); }
 
   // Reads. The value of `key` (whose tag is `tag`) in bucket b's block into
   // *value: true if found. A cached or held block is searched where it
@@ -106,6 +107,13 @@ class BucketStore {
   // for all of them).
   absl::Status ReadBlocks(std::span<const uint64_t> buckets,
                           std::span<io::AlignedBuffer> out);
+
+  // Reads the blocks of `buckets` that are not in memory in one batch (one
+  // submission), verified, into the cache, so that editing each next
+  // reads nothing: for a sweep of edits over blocks mostly on the device
+  // (the write buffer's drains). A hint: nothing when the cache is off or
+  // at most one block is missing, and a small cache may evict them first.
+  absl::Status Preload(std::span<const uint64_t> buckets);
 
   // Whether bucket b's block is held (a put edits it with no read).
   bool Held(uint64_t b) const { return blocks_->Held(b + kHeaderBlocks); }
@@ -212,6 +220,7 @@ class BucketStore {
   std::vector<bool> listed_;  // by bucket: in edited_
   // A block read from the device before it is held.
   io::AlignedBuffer work_;
+  io::AlignedBuffer preload_;  // Preload's reads
   // Lends the cache's slots to the deferred device and takes them back.
   class CacheLender final : public DeferredDevice::Lender {
    public:

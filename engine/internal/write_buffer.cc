@@ -1,6 +1,8 @@
 #include "engine/internal/write_buffer.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "engine/internal/kill_points.h"
 #include "io/base/status_macros.h"
@@ -103,6 +105,8 @@ absl::Status WriteBuffer::DrainRebuilt() {
 
 absl::Status WriteBuffer::DrainNext() {
   const uint64_t b = NextBufferedBucket(drain_cursor_);
+  if (preloaded_drains_ == 0) RT_RETURN_IF_ERROR(PreloadDrains(b));
+  --preloaded_drains_;
   drain_cursor_ = b + 1;
   RT_RETURN_IF_ERROR(DrainBucket(b));
   // The next drain's records, far apart in the heap, load meanwhile.
@@ -110,6 +114,25 @@ absl::Status WriteBuffer::DrainNext() {
     buffer_.PrefetchRecords(NextBufferedBucket(drain_cursor_));
   }
   return absl::OkStatus();
+}
+
+absl::Status WriteBuffer::PreloadDrains(uint64_t first) {
+  // The sweep's next buckets from `first` on, as far as one batch goes
+  // (and a quarter of the cache, so that they are still cached when their
+  // turn comes); a put to another bucket before them, or a distribute,
+  // changes the order a little, which costs those buckets a read of their
+  // own, as before.
+  const uint64_t batch =
+      std::min<uint64_t>(kPreloadedDrains, store_->cache_capacity_blocks() / 4);
+  std::vector<uint64_t> next;
+  uint64_t b = first;
+  const uint64_t m = table_->num_buckets();
+  for (uint64_t seen = 0; next.size() < batch && seen < m; ++seen) {
+    if (buffer_.ListOf(b) != nullptr) next.push_back(b);
+    b = (b + 1) % m;
+  }
+  preloaded_drains_ = std::max<uint64_t>(next.size(), 1);
+  return error_->Note(store_->Preload(next));
 }
 
 uint64_t WriteBuffer::NextBufferedBucket(uint64_t from) const {

@@ -116,9 +116,14 @@ class WriteBuffer final : public DistributeObserver {
   // The first bucket from `from` on (in a cycle over the m buckets) with
   // buffered puts. REQUIRES: !empty().
   uint64_t NextBufferedBucket(uint64_t from) const;
+  // Reads the blocks of the next drains, from bucket `first` on in the
+  // sweep, in one batch (BucketStore::Preload).
+  absl::Status PreloadDrains(uint64_t first);
 
   // The buckets of about four grows at s0 = 8.
   static constexpr int kRebuiltDrainsPerWrite = 64;
+  // The drains whose blocks one batch reads.
+  static constexpr uint64_t kPreloadedDrains = 32;
 
   const uint64_t limit_;
   const uint64_t held_limit_;
@@ -127,6 +132,8 @@ class WriteBuffer final : public DistributeObserver {
   FirstError* const error_;
   LoggedStash buffer_;
   uint64_t drain_cursor_ = 0;
+  // Drains left before the next batch of their blocks is read.
+  uint64_t preloaded_drains_ = 0;
   // Buckets with buffered puts that a distribute rebuilt (DrainRebuilt).
   std::vector<uint64_t> rebuilt_;
   // What DrainRebuilt may still drain in the current write.

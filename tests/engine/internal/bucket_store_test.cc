@@ -3,7 +3,10 @@
 // the device returns.
 #include "engine/internal/bucket_store.h"
 
+#include <unistd.h>
+
 #include <string>
+#include <vector>
 
 #include "engine/internal/table_files.h"
 #include "gtest/gtest.h"
@@ -125,6 +128,56 @@ TEST_F(BucketStoreTest, ABatchReadsEachUncachedBlockOnce) {
   }
   EXPECT_TRUE(EncodedBlock(out[0].span()).Find("held", Tag("held")));
   EXPECT_TRUE(store.Cached(7));
+}
+
+TEST_F(BucketStoreTest, APreloadReadsTheMissingBlocksOnceAndTheirEditsNone) {
+  BucketStore store(file_.get(), map_.get(), kBlock, 0, 64 * kBlock);
+  ASSERT_TRUE(store.LoadPlaces(kBuckets, /*stored=*/false).ok());
+  PutInBlock(store, 0, "held", "h");
+  EXPECT_EQ(FindIn(store, 1, "x"), "");  // cached
+  const std::vector<uint64_t> buckets = {0, 1, 2, 3, 7};
+  const uint64_t reads = file_->stats().blocks_read;
+  ASSERT_TRUE(store.Preload(buckets).ok());
+  EXPECT_EQ(file_->stats().blocks_read, reads + 3);
+  for (const uint64_t b : {2, 3, 7}) EXPECT_TRUE(store.Cached(b)) << b;
+  for (const uint64_t b : {2, 3, 7}) PutInBlock(store, b, "k", "v");
+  ASSERT_TRUE(store.Preload(buckets).ok());  // all in memory now
+  EXPECT_EQ(file_->stats().blocks_read, reads + 3);
+  for (const uint64_t b : {2, 3, 7}) EXPECT_EQ(FindIn(store, b, "k"), "v");
+
+  // With no cache there is nowhere to keep them: nothing is read.
+  BucketStore uncached(file_.get(), map_.get(), kBlock, 0, 0);
+  ASSERT_TRUE(uncached.LoadPlaces(kBuckets, /*stored=*/false).ok());
+  ASSERT_TRUE(uncached.Preload(buckets).ok());
+  EXPECT_EQ(file_->stats().blocks_read, reads + 3);
+}
+
+// On io_uring the blocks of a preload are one submission.
+TEST(BucketStorePreloadTest, ReadsItsBlocksInOneSubmission) {
+  if (!io::UringAvailable()) GTEST_SKIP() << "no io_uring here";
+  const std::string path =
+      testing::TempDir() + "/rt_preload_" + std::to_string(getpid());
+  io::DeviceOptions options;
+  options.backend = io::Backend::kUring;
+  options.block_size = kBlock;
+  auto file = io::OpenBlockDevice(path, options);
+  ASSERT_TRUE(file.ok()) << file.status();
+  const uint64_t buckets = 64;
+  ASSERT_TRUE(FormatNewBlocks(**file, buckets).ok());
+  auto map = io::NewMemoryDevice(kBlock);
+  BucketStore store(file->get(), map.get(), kBlock, 0, 128 * kBlock);
+  ASSERT_TRUE(store.LoadPlaces(buckets, /*stored=*/false).ok());
+  std::vector<uint64_t> some;
+  for (uint64_t b = 1; b < buckets; b += 3) some.push_back(b);
+  const io::IoStats before = (*file)->stats();
+  ASSERT_TRUE(store.Preload(some).ok());
+  const io::IoStats after = (*file)->stats();
+  EXPECT_EQ(after.blocks_read - before.blocks_read, some.size());
+  EXPECT_EQ(after.submissions - before.submissions, 1u);
+  for (const uint64_t b : some) ASSERT_TRUE(store.Edit(b).ok());
+  EXPECT_EQ((*file)->stats().blocks_read, after.blocks_read);
+  file->reset();
+  unlink(path.c_str());
 }
 
 TEST_F(BucketStoreTest, ARebuiltBlockIsEmptyHeldAndNotCached) {
