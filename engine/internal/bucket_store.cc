@@ -86,10 +86,15 @@ absl::Status BucketStore::ReadBlocks(std::span<const uint64_t> buckets,
     missed.push_back(buckets[i]);
     reads.push_back({buckets[i] + kHeaderBlocks, out[i].span()});
   }
+  return ReadAndCache(missed, reads);
+}
+
+absl::Status BucketStore::ReadAndCache(std::span<const uint64_t> buckets,
+                                       std::span<const io::ReadRequest> reads) {
   RT_RETURN_IF_ERROR(blocks_->ReadBatch(reads));
-  for (size_t r = 0; r < missed.size(); ++r) {
-    RT_RETURN_IF_ERROR(VerifyBlock(reads[r].buffer, missed[r]));
-    cache_.Insert(missed[r], reads[r].buffer);
+  for (size_t r = 0; r < buckets.size(); ++r) {
+    RT_RETURN_IF_ERROR(VerifyBlock(reads[r].buffer, buckets[r]));
+    cache_.Insert(buckets[r], reads[r].buffer);
   }
   return absl::OkStatus();
 }
@@ -110,12 +115,7 @@ absl::Status BucketStore::Preload(std::span<const uint64_t> buckets) {
     reads.push_back({missed[i] + kHeaderBlocks,
                      preload_.span().subspan(i * block_size_, block_size_)});
   }
-  RT_RETURN_IF_ERROR(blocks_->ReadBatch(reads));
-  for (size_t i = 0; i < missed.size(); ++i) {
-    RT_RETURN_IF_ERROR(VerifyBlock(reads[i].buffer, missed[i]));
-    cache_.Insert(missed[i], reads[i].buffer);
-  }
-  return absl::OkStatus();
+  return ReadAndCache(missed, reads);
 }
 
 // A block held since the last checkpoint, or frozen by it, was made here

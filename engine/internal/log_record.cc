@@ -61,13 +61,6 @@ char* EncodeOpsTo(std::span<const Op> ops, char* out) {
   return p;
 }
 
-void EncodeOps(std::span<const Op> ops, std::string* out) {
-  // Sized first and written in place: one resize of a string whose
-  // capacity the last write left, no append per field.
-  out->resize(EncodedOpsSize(ops));
-  EncodeOpsTo(ops, out->data());
-}
-
 absl::StatusOr<std::vector<Op>> DecodeOps(std::string_view record,
                                           uint64_t seq) {
   const char* p = record.data();

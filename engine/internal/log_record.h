@@ -35,12 +35,10 @@ std::string EmptyLogRecord();
 // Appends `op` to the record `rep` and counts it in the record's count.
 void AppendOp(std::string* rep, const Op& op);
 
-// The record of `ops`: its size, written at `out` (which has room for
-// that size; returns the byte after it), or into *out (replacing what it
-// held).
+// The record of `ops`: its size, and written at `out` (which has room for
+// that size; returns the byte after it).
 size_t EncodedOpsSize(std::span<const Op> ops);
 char* EncodeOpsTo(std::span<const Op> ops, char* out);
-void EncodeOps(std::span<const Op> ops, std::string* out);
 
 // The operations of `record`, as views into it; DataLoss naming log record
 // `seq` when the bytes do not follow the grammar.
