@@ -4,6 +4,7 @@
 #include "roundtable/table.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -297,12 +298,21 @@ absl::Status Table::Impl::WriteLocked(std::span<const Op> ops,
   // buffer's and the stash's filters, the write buffer's list, whether
   // the block is held or cached: each a cache miss in a large table)
   // loads while the write is logged.
-  for (size_t i = 0; i < std::min<size_t>(ops.size(), 4); ++i) {
-    PrefetchBucket(table_.BucketOf(layout_.Hash(ops[i].key)));
+  std::array<uint64_t, 4> first;
+  const size_t prefetched = std::min(ops.size(), first.size());
+  for (size_t i = 0; i < prefetched; ++i) {
+    first[i] = table_.BucketOf(layout_.Hash(ops[i].key));
+    PrefetchBucket(first[i]);
   }
+  // Their blocks' first lines load while the record is copied into the
+  // log, once the record is encoded (by then the lines above are in).
+  auto prefetch_blocks = [&] {
+    for (size_t i = 0; i < prefetched; ++i) store_.PrefetchBlock(first[i]);
+  };
   // An in-memory table keeps no log: nothing of it outlives the process.
   if (!in_memory_) {
-    auto logged = record ? log_.Append(*record) : log_.Append(ops);
+    auto logged = record ? log_.Append(*record, prefetch_blocks)
+                         : log_.Append(ops, prefetch_blocks);
     RT_RETURN_IF_ERROR(error_.Note(logged.status()));
     *seq = *logged;
   }

@@ -81,6 +81,17 @@ class BlockCache {
     if (b < slot_of_.size()) __builtin_prefetch(&slot_of_[b]);
   }
 
+  // Starts loading the first line of bucket b's cached block and its
+  // filter, once Prefetch(b)'s line is in: what an edit of it reads first.
+  void PrefetchBlock(uint64_t b) {
+    if (!enabled()) return;
+    MutexLock lock(&mu_);
+    const uint32_t slot = SlotOf(b);
+    if (slot == kNoSlot) return;
+    __builtin_prefetch(BytesOf(slot), 1);
+    __builtin_prefetch(&filter_[slot], 1);
+  }
+
   // Whether bucket b is cached; counts no hit or miss and marks nothing.
   bool Contains(uint64_t b) {
     if (!enabled()) return false;

@@ -129,6 +129,16 @@ class BucketStore {
     cache_.Prefetch(b);
   }
 
+  // Starts loading the first line of bucket b's block where it is in
+  // memory (held or cached), once Prefetch(b)'s lines are in.
+  void PrefetchBlock(uint64_t b) {
+    if (const std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
+      __builtin_prefetch(held, 1);
+    } else {
+      cache_.PrefetchBlock(b);
+    }
+  }
+
   // False only when bucket b's block is in memory and its tag filter
   // rules `tag` out: no record of the block has that tag. Ask before Edit,
   // which lets the block's filter pass every tag until the write ends.

@@ -14,14 +14,20 @@ CommitLog::CommitLog(std::array<io::BlockDevice*, 2> files,
       sync_first_(std::move(sync_first)),
       writers_{WalWriter(files[0]), WalWriter(files[1])} {}
 
-absl::StatusOr<uint64_t> CommitLog::Append(std::string_view record) {
+absl::StatusOr<uint64_t> CommitLog::Append(std::string_view record,
+                                           absl::FunctionRef<void()> encoded) {
   return Append(record.size(), [&](char* out) {
     if (!record.empty()) std::memcpy(out, record.data(), record.size());
+    encoded();
   });
 }
 
-absl::StatusOr<uint64_t> CommitLog::Append(std::span<const Op> ops) {
-  return Append(EncodedOpsSize(ops), [&](char* out) { EncodeOpsTo(ops, out); });
+absl::StatusOr<uint64_t> CommitLog::Append(std::span<const Op> ops,
+                                           absl::FunctionRef<void()> encoded) {
+  return Append(EncodedOpsSize(ops), [&](char* out) {
+    EncodeOpsTo(ops, out);
+    encoded();
+  });
 }
 
 absl::StatusOr<uint64_t> CommitLog::Append(

@@ -43,9 +43,13 @@ class CommitLog {
   // Appends `record` (a log record's payload) to the writers' file as the
   // next record: when it returns, the record survives a crash of the
   // process. Returns its sequence number, which is the last applied.
-  absl::StatusOr<uint64_t> Append(std::string_view record);
+  // `encoded` runs once the record is encoded, before it is copied to the
+  // file: the caller's chance to start loading what it reads next.
+  absl::StatusOr<uint64_t> Append(
+      std::string_view record, absl::FunctionRef<void()> encoded = [] {});
   // Appends the record of `ops`.
-  absl::StatusOr<uint64_t> Append(std::span<const Op> ops);
+  absl::StatusOr<uint64_t> Append(
+      std::span<const Op> ops, absl::FunctionRef<void()> encoded = [] {});
 
   // Makes the records up to `seq` durable. Group commit: one syncing
   // caller at a time syncs the log, covering every record logged before its

@@ -1,7 +1,9 @@
 // The write-ahead log: records read back exactly, in order; a log restarted
-// under a later number, or over zeros; the number of its first whole record; power losses that drop, keep or tear unsynced blocks
-// leave a prefix holding every synced record; a flipped bit ends the log
-// before the damaged record, never returning wrong bytes.
+// under a later number, or over zeros; the number of its first whole record;
+// power losses that drop, keep or tear unsynced blocks leave a prefix holding
+// every synced record; a flipped bit ends the log before the damaged record,
+// never returning wrong bytes. The commit log calls its encoded hook before the
+// record reaches the file.
 #include "engine/internal/wal.h"
 
 #include <algorithm>
@@ -11,6 +13,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/internal/commit_log.h"
+#include "engine/internal/log_record.h"
 #include "gtest/gtest.h"
 #include "io/fault_injection_device.h"
 #include "io/memory_device.h"
@@ -323,6 +327,42 @@ TEST(WalTest, ADamagedSyncedRecordIsDataLoss) {
       EXPECT_EQ(replay->records, ends.size() - 1);
     }
     ASSERT_TRUE(device.FlipBit(bit / (512 * 8), bit % (512 * 8)).ok());
+  }
+}
+
+// The commit log's hook between encoding a record and writing it: called
+// once per record, when the record is encoded and nothing of it has reached
+// the file yet; the record read back is the ops as given.
+TEST(CommitLogTest, TheEncodedHookRunsOnceBeforeTheRecordReachesTheFile) {
+  auto first = io::NewMemoryDevice(512);
+  auto second = io::NewMemoryDevice(512);
+  CommitLog log({first.get(), second.get()}, [] { return absl::OkStatus(); });
+  ASSERT_TRUE(log.Start(0, /*left_uncovered=*/false).ok());
+  std::vector<std::string> values;
+  for (int i = 0; i < 20; ++i) values.push_back(std::string(37 * i, 'a' + i));
+  for (int i = 0; i < 20; ++i) {
+    const std::string key = absl::StrCat("key", i);
+    const std::vector<Op> ops = {{true, key, values[i]}, {false, "gone", ""}};
+    const uint64_t before = first->stats().bytes_written;
+    int calls = 0;
+    auto seq = log.Append(ops, [&] {
+      ++calls;
+      EXPECT_EQ(first->stats().bytes_written, before) << "record " << i;
+    });
+    ASSERT_TRUE(seq.ok()) << seq.status();
+    EXPECT_EQ(calls, 1) << "record " << i;
+    EXPECT_GT(first->stats().bytes_written, before) << "record " << i;
+  }
+  std::vector<std::pair<uint64_t, std::string>> got = ReadAll(*first, 0);
+  ASSERT_EQ(got.size(), 20u);
+  for (int i = 0; i < 20; ++i) {
+    auto ops = DecodeOps(got[i].second, got[i].first);
+    ASSERT_TRUE(ops.ok()) << ops.status();
+    ASSERT_EQ(ops->size(), 2u);
+    EXPECT_EQ((*ops)[0].key, absl::StrCat("key", i));
+    EXPECT_EQ((*ops)[0].value, values[i]);
+    EXPECT_FALSE((*ops)[1].put);
+    EXPECT_EQ((*ops)[1].key, "gone");
   }
 }
 
