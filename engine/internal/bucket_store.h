@@ -130,10 +130,12 @@ class BucketStore {
   }
 
   // Starts loading the first line of bucket b's block where it is in
-  // memory (held or cached), once Prefetch(b)'s lines are in.
+  // memory (held or cached) and its tag filter, once Prefetch(b)'s lines
+  // are in.
   void PrefetchBlock(uint64_t b) {
     if (const std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
       __builtin_prefetch(held, 1);
+      if (b < held_filter_.size()) __builtin_prefetch(&held_filter_[b]);
     } else {
       cache_.PrefetchBlock(b);
     }
