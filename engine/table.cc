@@ -24,19 +24,6 @@ using internal::Superblock;
 
 namespace {
 
-// The ledgers of two files as one.
-io::IoStats Sum(const io::IoStats& a, const io::IoStats& b) {
-  return {a.blocks_read + b.blocks_read,
-          a.bytes_read + b.bytes_read,
-          a.blocks_written + b.blocks_written,
-          a.bytes_written + b.bytes_written,
-          a.read_ops + b.read_ops,
-          a.write_ops + b.write_ops,
-          a.submissions + b.submissions,
-          a.syncs + b.syncs,
-          a.wait_ns + b.wait_ns};
-}
-
 // The held blocks' budget: past it, a checkpoint starts.
 uint64_t HeldLimit(const Options& o) {
   return std::max(o.checkpoint_bytes, o.block_cache_bytes);
@@ -422,60 +409,6 @@ absl::Status Table::Impl::CloseLocked() {
   return s;
 }
 
-TableStats Table::Impl::GetStats() const {
-  ReaderMutexLock lock(&mu_);
-  // The physical ledgers count the last checkpoint's writes.
-  checkpointer_.WaitWrites();
-  const uint64_t m = table_.num_buckets();
-  TableStats st;
-  st.buckets = m;
-  st.min_buckets = table_.min_buckets();
-  st.records = table_.record_count();
-  st.stash_records = table_.stash().records();
-  st.stash_bytes = table_.stash().bytes();
-  st.buffered_records = buffer_.records().records();
-  st.buffered_bytes = buffer_.records().bytes();
-  st.data_bytes = table_.data_bytes();
-  st.block_size = layout_.block_size;
-  st.block_records = layout_.block_records;
-  st.s0 = layout_.s0;
-  st.epsilon = layout_.epsilon;
-  st.utilization = static_cast<double>(st.data_bytes) /
-                   (static_cast<double>(layout_.payload()) * m);
-  if (layout_.block_records != 0) {
-    st.utilization = std::max(
-        st.utilization, static_cast<double>(st.records) /
-                            (static_cast<double>(layout_.block_records) * m));
-  }
-  st.logical = table_.logical();
-  st.logical.buffer_drains = buffer_.drains();
-  st.logical.distribute_drains = buffer_.distribute_drains();
-  st.cache_hits = store_.cache_hits();
-  st.held_hits = store_.held_hits();
-  st.cache_misses = store_.cache_misses();
-  if (files_.blocks) st.held_blocks = checkpointer_.held_blocks();
-  st.value_count = values_.count();
-  st.value_bytes = values_.bytes();
-  st.value_file_bytes = values_.map().units() * layout_.block_size;
-  st.value_free_bytes = values_.map().free_units() * layout_.block_size;
-  st.wal_bytes = log_.bytes();
-  st.checkpoints = checkpointer_.count();
-  st.recovered_records = recovered_records_;
-  st.recovered_journal = recovered_journal_;
-  st.recovery_ns = recovery_ns_;
-  if (files_.blocks) {
-    st.physical_blocks = files_.blocks->stats();
-    st.physical_stash = files_.stash->stats();
-    st.physical_wal = Sum(files_.wal[0]->stats(), files_.wal[1]->stats());
-    st.physical_journal = files_.journal->stats();
-    st.physical_buffer = files_.buffer->stats();
-    st.physical_values = files_.values->stats();
-    st.physical_spacemap = files_.spacemap->stats();
-    st.physical_blockmap = files_.blockmap->stats();
-  }
-  return st;
-}
-
 absl::Status Table::Impl::MaybeCheckpoint() {
   // A backup is copying the files as of its checkpoint: the next one waits
   // (the log and the held blocks grow meanwhile).
@@ -673,7 +606,6 @@ std::unique_ptr<Iterator> Table::NewIterator() {
   return std::make_unique<TableIterator>(impl_.get());
 }
 absl::Status Table::Close() { return impl_->Close(); }
-TableStats Table::GetStats() const { return impl_->GetStats(); }
 
 absl::Status Table::Check(const CheckProgress& progress) {
   return impl_->Check(progress);

@@ -1,6 +1,6 @@
-// Table's operator calls (roundtable/table.h): Backup, Locate and Count,
-// which copy a table whole or look inside it, beside the reads and writes
-// of table.cc (SalvageTable is in table_salvage.cc).
+// Table's operator calls (roundtable/table.h): Backup, Locate, Count and
+// GetStats, which copy a table whole or look inside it, beside the reads and
+// writes of table.cc (SalvageTable is in table_salvage.cc).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +18,23 @@
 #include "io/io_error.h"
 
 namespace roundtable {
+
+namespace {
+
+// The ledgers of two files as one.
+io::IoStats Sum(const io::IoStats& a, const io::IoStats& b) {
+  return {a.blocks_read + b.blocks_read,
+          a.bytes_read + b.bytes_read,
+          a.blocks_written + b.blocks_written,
+          a.bytes_written + b.bytes_written,
+          a.read_ops + b.read_ops,
+          a.write_ops + b.write_ops,
+          a.submissions + b.submissions,
+          a.syncs + b.syncs,
+          a.wait_ns + b.wait_ns};
+}
+
+}  // namespace
 
 using internal::Record;
 
@@ -165,7 +182,62 @@ absl::StatusOr<uint64_t> Table::Impl::Count() {
   return count;
 }
 
+TableStats Table::Impl::GetStats() const {
+  ReaderMutexLock lock(&mu_);
+  // The physical ledgers count the last checkpoint's writes.
+  checkpointer_.WaitWrites();
+  const uint64_t m = table_.num_buckets();
+  TableStats st;
+  st.buckets = m;
+  st.min_buckets = table_.min_buckets();
+  st.records = table_.record_count();
+  st.stash_records = table_.stash().records();
+  st.stash_bytes = table_.stash().bytes();
+  st.buffered_records = buffer_.records().records();
+  st.buffered_bytes = buffer_.records().bytes();
+  st.data_bytes = table_.data_bytes();
+  st.block_size = layout_.block_size;
+  st.block_records = layout_.block_records;
+  st.s0 = layout_.s0;
+  st.epsilon = layout_.epsilon;
+  st.utilization = static_cast<double>(st.data_bytes) /
+                   (static_cast<double>(layout_.payload()) * m);
+  if (layout_.block_records != 0) {
+    st.utilization = std::max(
+        st.utilization, static_cast<double>(st.records) /
+                            (static_cast<double>(layout_.block_records) * m));
+  }
+  st.logical = table_.logical();
+  st.logical.buffer_drains = buffer_.drains();
+  st.logical.distribute_drains = buffer_.distribute_drains();
+  st.cache_hits = store_.cache_hits();
+  st.held_hits = store_.held_hits();
+  st.cache_misses = store_.cache_misses();
+  if (files_.blocks) st.held_blocks = checkpointer_.held_blocks();
+  st.value_count = values_.count();
+  st.value_bytes = values_.bytes();
+  st.value_file_bytes = values_.map().units() * layout_.block_size;
+  st.value_free_bytes = values_.map().free_units() * layout_.block_size;
+  st.wal_bytes = log_.bytes();
+  st.checkpoints = checkpointer_.count();
+  st.recovered_records = recovered_records_;
+  st.recovered_journal = recovered_journal_;
+  st.recovery_ns = recovery_ns_;
+  if (files_.blocks) {
+    st.physical_blocks = files_.blocks->stats();
+    st.physical_stash = files_.stash->stats();
+    st.physical_wal = Sum(files_.wal[0]->stats(), files_.wal[1]->stats());
+    st.physical_journal = files_.journal->stats();
+    st.physical_buffer = files_.buffer->stats();
+    st.physical_values = files_.values->stats();
+    st.physical_spacemap = files_.spacemap->stats();
+    st.physical_blockmap = files_.blockmap->stats();
+  }
+  return st;
+}
+
 absl::StatusOr<uint64_t> Table::Count() { return impl_->Count(); }
+TableStats Table::GetStats() const { return impl_->GetStats(); }
 absl::Status Table::Reserve(uint64_t records, size_t key_bytes,
                             size_t value_bytes) {
   return impl_->Reserve(records, key_bytes, value_bytes);

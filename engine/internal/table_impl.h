@@ -21,7 +21,7 @@
 //
 // Its methods live in table.cc (reads, writes, checkpoints, Close),
 // table_recovery.cc (opening a table), table_check.cc,
-// table_operations.cc (Backup, Reserve, Locate, Count) and
+// table_operations.cc (Backup, Reserve, Locate, Count, GetStats) and
 // table_salvage.cc.
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_TABLE_IMPL_H_
 #define ROUNDTABLE_ENGINE_INTERNAL_TABLE_IMPL_H_
