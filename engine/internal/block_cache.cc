@@ -85,6 +85,14 @@ void BlockCache::InsertLocked(uint64_t b, std::span<const std::byte> bytes) {
   if (summarize_ != nullptr) filter_[slot] = summarize_(bytes);
 }
 
+bool BlockCache::InsertIfRoom(uint64_t b, std::span<const std::byte> bytes) {
+  if (!enabled()) return false;
+  MutexLock lock(&mu_);
+  if (free_.empty() && SlotOf(b) == kNoSlot) return false;
+  InsertLocked(b, bytes);
+  return true;
+}
+
 void BlockCache::Drop(uint64_t b) {
   if (!enabled()) return;
   MutexLock lock(&mu_);
@@ -97,7 +105,8 @@ void BlockCache::Drop(uint64_t b) {
 std::byte* BlockCache::Lend() {
   if (!enabled()) return nullptr;
   MutexLock lock(&mu_);
-  if (lent_ >= capacity_blocks_ / 2) return nullptr;
+  // Past the half, only free slots: they displace no clean block.
+  if (lent_ >= capacity_blocks_ / 2 && free_.empty()) return nullptr;
   const uint32_t slot = TakeSlot();
   if (slot == kNoSlot) return nullptr;
   bucket_of_[slot] = kLent;

@@ -103,6 +103,10 @@ class BlockCache {
   // the clock's victim when full.
   void Insert(uint64_t b, std::span<const std::byte> bytes);
 
+  // Insert where a slot is free or b is cached already: evicts nothing.
+  // Returns whether the bytes were kept.
+  bool InsertIfRoom(uint64_t b, std::span<const std::byte> bytes);
+
   // Forgets bucket b (released by a shrink).
   void Drop(uint64_t b);
 
@@ -112,8 +116,8 @@ class BlockCache {
   // is neither free nor cached, and never evicted, until it comes back.
   //
   // A slot to lend: a free one, or the clock's victim; null when half the
-  // slots are lent already (the other half stays for clean blocks), or
-  // the cache is disabled.
+  // slots are lent already and none is free (the other half stays for
+  // clean blocks), or the cache is disabled.
   std::byte* Lend();
   // Bucket b's cached slot, lent out as it is (no longer cached), or null
   // when b is not cached. Lends past the half: the block was in memory.

@@ -33,10 +33,14 @@ bool BucketStore::CacheLender::TakeBack(uint64_t block, std::byte* slot,
   // Superblock images held from a replayed journal are not buckets'.
   const bool keep = current && block >= kHeaderBlocks;
   if (!cache_->Owns(slot)) {
-    // One of the device's own slots (the cache had lent half of its):
-    // the block is cached as a copy, and the slot stays with the device.
+    // One of the device's own slots (the cache had lent half of its): the
+    // block is cached as a copy where a slot is free, and the slot stays
+    // with the device. A full cache evicts nothing for it: a checkpoint
+    // of a table past its cache gives back tens of thousands of these at
+    // once, on the writer's path, and copying them in would only evict
+    // each other's copies and every clean block.
     if (keep) {
-      cache_->Insert(block - kHeaderBlocks, {slot, cache_->block_size()});
+      cache_->InsertIfRoom(block - kHeaderBlocks, {slot, cache_->block_size()});
     }
     return false;
   }

@@ -42,18 +42,19 @@ struct Options {
   // Not part of the layout.
   // Bytes of the cache of clean blocks. 0: every block read goes to the
   // device (the paper's model). Blocks written since the last checkpoint
-  // (below) borrow up to half of its memory.
+  // (below) borrow its free slots and up to half of the others.
   uint64_t block_cache_bytes = 8 << 20;
   // Blocks written since the last checkpoint stay in memory until the next
   // one (each block is either cached or held: a held block takes a slot
-  // the cache lends, or memory of its own once half the cache is lent, and
-  // is cached where it lies once the checkpoint has written it). A
+  // the cache lends, or memory of its own once half the cache is lent and
+  // none of it is free, and is cached where it lies once the checkpoint
+  // has written it). A
   // checkpoint starts after a write
   // that takes the write-ahead log past this many bytes, or the held blocks
   // past this or block_cache_bytes, whichever is larger; and on Checkpoint
   // and Close. The log bounds recovery's replay; the held blocks may take
-  // as much memory as the cache (or checkpoint_bytes), half of it the
-  // cache's, and the
+  // as much memory as the cache (or checkpoint_bytes), at least half of
+  // it the cache's, and the
   // last checkpoint's blocks stay in memory too until a thread of its own
   // has written them to the journal and in place (while the writers go on,
   // logging to the log's other file). While that thread still runs, the

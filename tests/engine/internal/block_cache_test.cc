@@ -126,7 +126,11 @@ TEST(BlockCacheTest, VisitTaggedSkipsBlocksTheFilterRulesOut) {
 
 TEST(BlockCacheTest, LentSlotsAreNeverEvictedAndComeBackFreeOrCached) {
   BlockCache cache(4 * kBlock, kBlock);
-  // Half the slots may be lent; then Lend says no.
+  // A cache full of clean blocks lends half its slots (the clock's
+  // victims); then Lend says no.
+  for (uint64_t bucket = 100; bucket < 104; ++bucket) {
+    cache.Insert(bucket, Filled(bucket).span());
+  }
   std::byte* a = cache.Lend();
   std::byte* b = cache.Lend();
   ASSERT_NE(a, nullptr);
@@ -176,6 +180,45 @@ TEST(BlockCacheTest, LentSlotsAreNeverEvictedAndComeBackFreeOrCached) {
   ASSERT_TRUE(cache.Lookup(5, out.span()));
   EXPECT_EQ(FirstByte(out.span()), 50);
   EXPECT_EQ(cache.lent_slots(), 2u);
+}
+
+TEST(BlockCacheTest, FreeSlotsAreLentPastTheHalf) {
+  BlockCache cache(4 * kBlock, kBlock);
+  cache.Insert(0, Filled(1).span());
+  // Three free slots: each is lent, though the third takes the lent slots
+  // past the half (it displaces no clean block).
+  std::vector<std::byte*> lent;
+  for (int i = 0; i < 3; ++i) {
+    lent.push_back(cache.Lend());
+    ASSERT_NE(lent.back(), nullptr);
+  }
+  EXPECT_EQ(cache.lent_slots(), 3u);
+  // Past the half with no free slot, the clean block is not evicted.
+  EXPECT_EQ(cache.Lend(), nullptr);
+  io::AlignedBuffer out(kBlock);
+  ASSERT_TRUE(cache.Lookup(0, out.span()));
+  EXPECT_EQ(FirstByte(out.span()), 1);
+  for (std::byte* slot : lent) cache.Return(slot);
+  EXPECT_EQ(cache.lent_slots(), 0u);
+}
+
+TEST(BlockCacheTest, InsertIfRoomEvictsNothing) {
+  BlockCache cache(2 * kBlock, kBlock);
+  EXPECT_TRUE(cache.InsertIfRoom(0, Filled(1).span()));
+  EXPECT_TRUE(cache.InsertIfRoom(1, Filled(2).span()));
+  // Full: a new bucket is not kept, and both cached ones stay.
+  EXPECT_FALSE(cache.InsertIfRoom(2, Filled(3).span()));
+  io::AlignedBuffer out(kBlock);
+  EXPECT_FALSE(cache.Lookup(2, out.span()));
+  ASSERT_TRUE(cache.Lookup(0, out.span()));
+  EXPECT_EQ(FirstByte(out.span()), 1);
+  ASSERT_TRUE(cache.Lookup(1, out.span()));
+  EXPECT_EQ(FirstByte(out.span()), 2);
+  // A cached bucket takes its new bytes in its own slot.
+  EXPECT_TRUE(cache.InsertIfRoom(1, Filled(4).span()));
+  ASSERT_TRUE(cache.Lookup(1, out.span()));
+  EXPECT_EQ(FirstByte(out.span()), 4);
+  EXPECT_FALSE(BlockCache(0, kBlock).InsertIfRoom(0, Filled(1).span()));
 }
 
 TEST(BlockCacheTest, AllSlotsLentLeavesInsertsUncached) {
