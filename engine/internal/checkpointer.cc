@@ -75,6 +75,11 @@ struct Checkpointer::Writes {
   std::thread thread;
   absl::Status status;  // written by the thread before `done`
   std::atomic<bool> done{false};
+  // The blocks the thread makes first (MadeBlocks), into made_bytes, and
+  // whether it has (then it reads nothing of `made` any more).
+  std::optional<MadeBlocks> made;
+  io::AlignedBuffer made_bytes;
+  std::atomic<bool> made_ready{false};
 
   // On a thread of their own, or here when no thread can be had.
   void Start() {
@@ -90,6 +95,10 @@ struct Checkpointer::Writes {
     done.notify_all();
   }
   absl::Status WriteAll() {
+    if (made) {
+      made->make(made_bytes.span());
+      made_ready.store(true, std::memory_order_release);
+    }
     unsealed->SealFrozen();
     // Places no durable checkpoint refers to: a block torn here is in no
     // checkpoint. Adjacent places go in one write.
@@ -132,6 +141,13 @@ struct Checkpointer::Writes {
   void Join() {
     if (thread.joinable()) thread.join();
   }
+  // Once the thread has made the blocks, or never will: what `made` read
+  // may go.
+  void Finish(bool made_them) {
+    if (made) std::exchange(made, std::nullopt)->done(made_them);
+  }
+  // A checkpoint dropped before its thread ran, or after it failed.
+  ~Writes() { Finish(false); }
 };
 
 Checkpointer::Checkpointer(std::array<CheckpointLayer, kJournaledFiles> layers,
@@ -170,6 +186,12 @@ absl::StatusOr<bool> Checkpointer::Due(uint64_t log_bytes) {
   if (writes_ != nullptr && writes_->Done()) {
     RT_RETURN_IF_ERROR(FinishWrites());
   }
+  // What the made blocks were made from is let go as soon as they are,
+  // long before the checkpoint's writes are done.
+  if (writes_ != nullptr && writes_->made &&
+      writes_->made_ready.load(std::memory_order_acquire)) {
+    writes_->Finish(true);
+  }
   const uint64_t held = held_bytes();
   if (held < held_limit_ && log_bytes < checkpoint_bytes_) return false;
   if (writes_ != nullptr && held < held_limit_ / 4 * 5 &&
@@ -179,7 +201,8 @@ absl::StatusOr<bool> Checkpointer::Due(uint64_t log_bytes) {
   return true;
 }
 
-absl::Status Checkpointer::Stage(const Superblock& next) {
+absl::Status Checkpointer::Stage(const Superblock& next,
+                                 std::optional<MadeBlocks> made) {
   staged_.reset();
   auto job = std::make_unique<Writes>();
   job->pending.superblock = next;
@@ -188,6 +211,8 @@ absl::Status Checkpointer::Stage(const Superblock& next) {
   job->sync_first = sync_first_;
   std::vector<JournalEntry>& entries = job->entries;
   for (const CheckpointLayer& layer : layers_) {
+    // The made blocks are the file's whole content.
+    if (made && made->id == layer.id) continue;
     for (const auto& [block, bytes] : layer.seen->held()) {
       // Superblock images held from a replayed journal are superseded.
       if (layer.id == kBlocksFileId && block < kHeaderBlocks) continue;
@@ -197,6 +222,17 @@ absl::Status Checkpointer::Stage(const Superblock& next) {
         entries.push_back({layer.id, block, bytes.span()});
       }
     }
+  }
+  if (made) {
+    const uint32_t bs = layers_[made->id].file->block_size();
+    // Not zeroed here: the thread's make writes every byte.
+    job->made_bytes = io::AlignedBuffer(made->blocks * bs, bs,
+                                        /*zeroed=*/false);
+    for (uint64_t b = 0; b < made->blocks; ++b) {
+      entries.push_back(
+          {made->id, b, job->made_bytes.span().subspan(b * bs, bs)});
+    }
+    job->made = std::move(made);
   }
   job->superblock =
       io::AlignedBuffer(layers_[kBlocksFileId].file->block_size());
@@ -251,6 +287,7 @@ absl::Status Checkpointer::FinishWrites() {
     completed = std::move(writes_->complete_first);
   }
   const std::array<uint64_t, kJournaledFiles> sizes = writes_->pending.sizes;
+  writes_->Finish(s.ok());
   writes_.reset();
   for (const CheckpointLayer& layer : layers_) layer.seen->ReleaseFrozen();
   if (!completed) return s;

@@ -34,6 +34,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -55,6 +56,21 @@ struct CheckpointLayer {
   io::BlockDevice* file;
   DeferredDevice* seen;
   const BlockMap* places = nullptr;
+};
+
+// A file's blocks that the checkpoint's thread makes itself, before it
+// writes the journal (the write buffer's snapshot): blocks [0, blocks) of
+// file `id`, its whole content, made by `make` into the bytes given
+// (blocks * block size). `done` runs on the writers' side once the thread
+// no longer reads what `make` reads: with true once the blocks are made
+// (at the first Due or FinishWrites after that), with false when the
+// checkpoint was dropped before its thread made them. (A checkpoint whose
+// writes fail leaves the table failed: no later one is written.)
+struct MadeBlocks {
+  uint32_t id;
+  uint64_t blocks;
+  std::function<void(std::span<std::byte>)> make;
+  std::function<void(bool made)> done;
 };
 
 class Checkpointer {
@@ -91,8 +107,10 @@ class Checkpointer {
   absl::StatusOr<bool> Due(uint64_t log_bytes);
 
   // The phases (see above). Stage lists the images of checkpoint `next`
-  // (its sequence one past the last's). REQUIRES: no writes running.
-  absl::Status Stage(const Superblock& next);
+  // (its sequence one past the last's), and the blocks `made` gives, which
+  // replace any held ones of its file. REQUIRES: no writes running.
+  absl::Status Stage(const Superblock& next,
+                     std::optional<MadeBlocks> made = std::nullopt);
   // `spare_log` is the log file the writers do not append to after this
   // checkpoint: the thread empties and syncs it once the journal is
   // durable (then calls `journal_durable`), and grows it again with

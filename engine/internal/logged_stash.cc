@@ -56,19 +56,29 @@ absl::Status LoggedStash::Put(uint64_t b, uint64_t h, Record record) {
 }
 
 absl::Status LoggedStash::Replace(Record* r, std::string_view value) {
-  stash_.SetValue(r, value);
+  if (snapshotting_) {
+    stash_.SetValue(r, value, &retired_.emplace_back());
+  } else {
+    stash_.SetValue(r, value);
+  }
   return LogPut(*r);
+}
+
+void LoggedStash::Retire(Stash::Taken taken) {
+  if (!snapshotting_) return;
+  for (Stash::Entry& e : taken) retired_.push_back(std::move(e.record));
 }
 
 absl::StatusOr<std::optional<size_t>> LoggedStash::Remove(
     uint64_t b, std::string_view key) {
   absl::Status s;
   std::optional<size_t> removed;
-  stash_.Filter(b, [&](const Record& r) {
+  stash_.Filter(b, [&](Record& r) {
     if (r.key() != key) return true;
     s = LogRemove(key);
     if (!s.ok()) return true;
     removed = EncodedSize(r.key(), r.value());
+    if (snapshotting_) retired_.push_back(std::move(r));
     return false;
   });
   RT_RETURN_IF_ERROR(s);
@@ -92,15 +102,35 @@ absl::Status LoggedStash::MaybeCompact() {
   return Compact();
 }
 
-absl::Status LoggedStash::Compact() {
-  std::vector<std::pair<std::string_view, std::string_view>> live;
+absl::StatusOr<StashLog::Live> LoggedStash::Snapshot() {
+  StashLog::Live live = LiveRecords();
+  RT_RETURN_IF_ERROR(copy_.Restart(live));
+  changed_ = false;
+  snapshotting_ = true;
+  KillPoint(rewritten_point_);
+  return live;
+}
+
+void LoggedStash::SnapshotDone(bool made) {
+  if (!made) changed_ = true;
+  snapshotting_ = false;
+  retired_.clear();
+  retired_.shrink_to_fit();
+}
+
+StashLog::Live LoggedStash::LiveRecords() const {
+  StashLog::Live live;
   live.reserve(stash_.records());
   stash_.ForEachList([&](uint64_t, const Stash::List& list) {
     for (const Stash::Entry& e : list) {
       live.emplace_back(e.record.key(), e.record.value());
     }
   });
-  RT_RETURN_IF_ERROR(copy_.Rewrite(live));
+  return live;
+}
+
+absl::Status LoggedStash::Compact() {
+  RT_RETURN_IF_ERROR(copy_.Rewrite(LiveRecords()));
   changed_ = false;
   KillPoint(rewritten_point_);
   return absl::OkStatus();

@@ -12,9 +12,11 @@
 // records when it has grown well past them. A snapshot (the write
 // buffer, whose records mostly leave it before the next checkpoint): the
 // changes are not logged, and Flush rewrites the copy from the live
-// records when they changed since the last. Either way the copy's writes
-// wait in its deferred device for the next checkpoint, which is the only
-// time the copy reaches its file: both give the file the same records.
+// records when they changed since the last (or a checkpoint's thread
+// does, from the views Snapshot gives). Either way the copy reaches its
+// file only at a checkpoint, through its journal (the writes wait in the
+// deferred device, or the checkpoint's thread makes the blocks): both
+// give the file the same records.
 // Take and Restore move a record between buckets in memory only (a
 // distribute): the copy stores no bucket, so the record stays in it
 // unchanged.
@@ -29,6 +31,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "engine/internal/deferred_device.h"
@@ -98,8 +102,12 @@ class LoggedStash {
   absl::Status MoveOut(uint64_t b, Leave leave, std::string_view kill_point);
 
   // Takes bucket b's whole list out of memory; its records stay in the
-  // copy until LogRemoved, or go back with Restore.
+  // copy until LogRemoved, or go back with Restore. The records not put
+  // back are given to Retire.
   Stash::Taken Take(uint64_t b) { return stash_.Take(b); }
+  // Frees taken records (or, while a snapshot is being made, keeps them
+  // until it is done).
+  void Retire(Stash::Taken taken);
   // Puts a record that is in the copy back in memory, in bucket b.
   void Restore(uint64_t b, uint64_t h, Record record) {
     stash_.Add(b, h, std::move(record));
@@ -117,6 +125,23 @@ class LoggedStash {
   // changed since the last.
   absl::Status Flush();
 
+  // A snapshot made off the writer's path, in two halves: Snapshot takes
+  // the copy to its next generation, sized for the live records (its
+  // blocks' bytes are not written), and returns views of them, which
+  // StashLog::Encode makes into those blocks, on any thread, until
+  // SnapshotDone. Meanwhile the records' bytes stay where they are,
+  // unchanged: a record removed or drained is kept aside, and a new value
+  // takes new bytes. A snapshot only; REQUIRES: changed().
+  absl::StatusOr<StashLog::Live> Snapshot();
+  // The views of the last Snapshot may go: the records kept aside are
+  // freed. Without `made` (the checkpoint was dropped before its blocks
+  // were made), the next checkpoint makes the copy again.
+  void SnapshotDone(bool made);
+  // Whether records changed since the copy was last written (a snapshot).
+  bool changed() const { return changed_; }
+  // Whether a Snapshot's views are out (until SnapshotDone).
+  bool snapshotting() const { return snapshotting_; }
+
   // The copy's generation and blocks in use, for the superblock.
   uint64_t epoch() const { return copy_.epoch(); }
   uint64_t blocks() const { return copy_.blocks(); }
@@ -126,6 +151,8 @@ class LoggedStash {
   const DeferredDevice& device() const { return *device_; }
 
  private:
+  // Views of every record's key and value.
+  StashLog::Live LiveRecords() const;
   // The copy's entries for a change (a snapshot notes the change only).
   absl::Status LogPut(const Record& r);
   absl::Status LogRemove(std::string_view key);
@@ -135,6 +162,10 @@ class LoggedStash {
   Stash stash_;
   const Copy kind_;
   bool changed_ = false;  // a snapshot: records changed since the copy
+  bool snapshotting_ = false;
+  // Records removed while a snapshot's views are out (SnapshotDone frees
+  // them).
+  std::vector<Record> retired_;
   const std::string what_;
   const std::string rewritten_point_;  // "<name>: copy rewritten"
 };
@@ -143,10 +174,11 @@ template <typename Leave>
 absl::Status LoggedStash::MoveOut(uint64_t b, Leave leave,
                                   std::string_view kill_point) {
   absl::Status s;
-  stash_.Filter(b, [&](const Record& r) {
-    if (!s.ok() || !leave(r)) return true;
+  stash_.Filter(b, [&](Record& r) {
+    if (!s.ok() || !leave(std::as_const(r))) return true;
     s = LogRemove(r.key());
     KillPoint(kill_point);
+    if (snapshotting_) retired_.push_back(std::move(r));
     return false;
   });
   return s;

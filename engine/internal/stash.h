@@ -75,26 +75,37 @@ class Stash {
     lists_[b].push_back(Entry{hash, std::move(record)});
   }
 
-  // Replaces the value of a record found by Find.
-  void SetValue(Record* r, std::string_view value) {
+  // Replaces the value of a record found by Find. With `old`, the record
+  // moves there and takes new bytes for its key and value, rather than
+  // have its value changed where it lies.
+  void SetValue(Record* r, std::string_view value, Record* old = nullptr) {
     bytes_ -= EncodedSize(r->key(), r->value());
-    r->set_value(value);
+    if (old != nullptr) {
+      Record fresh(r->key(), value);
+      *old = std::move(*r);
+      *r = std::move(fresh);
+    } else {
+      r->set_value(value);
+    }
     bytes_ += EncodedSize(r->key(), r->value());
   }
 
   // Removes the records of bucket b's list for which keep(record) is false,
-  // after calling it; the order of the rest may change.
+  // after calling it (which may move the record out when it returns
+  // false); the order of the rest may change.
   template <typename Keep>
   void Filter(uint64_t b, Keep keep) {
     if (!HasList(b)) return;
     auto it = lists_.find(b);
     List& list = it->second;
     for (size_t i = 0; i < list.size();) {
+      const size_t size =
+          EncodedSize(list[i].record.key(), list[i].record.value());
       if (keep(list[i].record)) {
         ++i;
         continue;
       }
-      bytes_ -= EncodedSize(list[i].record.key(), list[i].record.value());
+      bytes_ -= size;
       --records_;
       if (i + 1 < list.size()) list[i] = std::move(list.back());
       list.pop_back();

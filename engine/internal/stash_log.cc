@@ -206,22 +206,91 @@ absl::Status StashLog::WriteTail() {
   return absl::OkStatus();
 }
 
-absl::Status StashLog::Rewrite(
-    const std::vector<std::pair<std::string_view, std::string_view>>& live) {
+absl::Status StashLog::Rewrite(const Live& live) {
+  RT_RETURN_IF_ERROR(Restart(live));
+  if (blocks_ == 0) return absl::OkStatus();
+  const uint32_t bs = device_->block_size();
+  io::AlignedBuffer out(blocks_ * bs);
+  Encode(live, epoch_, out.span(), bs);
+  RT_RETURN_IF_ERROR(device_->Write(0, out.span()));
+  block_writes_ += blocks_;
+  // Appends go on in the last block.
+  std::memcpy(tail_.data(), out.data() + (blocks_ - 1) * bs, bs);
+  const char* p = reinterpret_cast<const char*>(tail_.data());
+  tail_used_ = GetFixed32(p + kUsedAt);
+  tail_count_ = GetFixed32(p + kCountAt);
+  return absl::OkStatus();
+}
+
+absl::Status StashLog::Restart(const Live& live) {
   ++epoch_;
-  blocks_ = 0;
   ClearTail();
   tail_dirty_ = false;
-  // Each block is written once, when it is full or at the end.
-  for (const auto& [key, value] : live) {
-    RT_RETURN_IF_ERROR(AddToTail(kPut, key, value, /*write_full_tail=*/true));
-    tail_dirty_ = true;
-  }
-  RT_RETURN_IF_ERROR(Flush());
+  blocks_ = BlocksFor(live, device_->block_size());
+  // Until Rewrite reads the last block back, the tail counts as full.
+  tail_used_ = blocks_ > 0 ? device_->block_size() - kBlockHeaderBytes : 0;
+  std::memset(tail_.data(), 0, tail_.size());
   if (device_->num_blocks() != blocks_) {
     RT_RETURN_IF_ERROR(device_->Resize(blocks_));
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// Packs the entries of `live` into blocks of `room` bytes each, in order:
+// calls entry(block, offset, key, value) for each and returns the blocks.
+template <typename Entry>
+uint64_t Pack(const StashLog::Live& live, size_t room, Entry entry) {
+  uint64_t blocks = 0;
+  size_t used = room;
+  for (const auto& [key, value] : live) {
+    const size_t size = EntrySize(key, value);
+    if (used + size > room) {
+      ++blocks;
+      used = 0;
+    }
+    entry(blocks - 1, used, key, value);
+    used += size;
+  }
+  return blocks;
+}
+
+}  // namespace
+
+uint64_t StashLog::BlocksFor(const Live& live, uint32_t block_size) {
+  return Pack(live, block_size - kBlockHeaderBytes,
+              [](uint64_t, size_t, std::string_view, std::string_view) {});
+}
+
+void StashLog::Encode(const Live& live, uint64_t epoch,
+                      std::span<std::byte> out, uint32_t block_size) {
+  char* base = reinterpret_cast<char*>(out.data());
+  std::memset(base, 0, out.size());
+  std::vector<std::pair<uint32_t, uint32_t>> filled;  // count, used
+  Pack(live, block_size - kBlockHeaderBytes,
+       [&](uint64_t b, size_t at, std::string_view key,
+           std::string_view value) {
+         if (b == filled.size()) filled.emplace_back(0, 0);
+         char* p = base + b * block_size + kBlockHeaderBytes + at;
+         *p++ = kPut;
+         p = PutVarint(p, key.size());
+         p = PutVarint(p, value.size());
+         if (!key.empty()) std::memcpy(p, key.data(), key.size());
+         if (!value.empty()) {
+           std::memcpy(p + key.size(), value.data(), value.size());
+         }
+         ++filled[b].first;
+         filled[b].second = static_cast<uint32_t>(at + EntrySize(key, value));
+       });
+  for (uint64_t b = 0; b < filled.size(); ++b) {
+    char* p = base + b * block_size;
+    PutFixed32(p + kMagicAt, kStashLogMagic);
+    PutFixed32(p + kCountAt, filled[b].first);
+    PutFixed64(p + kEpochAt, epoch);
+    PutFixed32(p + kUsedAt, filled[b].second);
+    PutFixed64(p + kChecksumAt, BlockChecksum(p, block_size));
+  }
 }
 
 bool StashLog::WantsRewrite(uint64_t live_bytes) const {

@@ -11,6 +11,7 @@
 #define ROUNDTABLE_ENGINE_INTERNAL_STASH_LOG_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -57,10 +58,24 @@ class StashLog {
   // Writes the tail block if it holds entries not yet written.
   absl::Status Flush();
 
+  using Live = std::vector<std::pair<std::string_view, std::string_view>>;
+
   // Writes `live` as the whole log from block 0 under epoch + 1 and cuts the
   // file to it.
-  absl::Status Rewrite(
-      const std::vector<std::pair<std::string_view, std::string_view>>& live);
+  absl::Status Rewrite(const Live& live);
+
+  // A rewrite in two halves, for an owner that has the blocks written
+  // elsewhere: Restart takes the log to epoch + 1 with the blocks `live`
+  // needs (BlocksFor), the file resized to them, and their bytes left to
+  // Encode, which may run on another thread (it reads `live` and nothing
+  // of this log). The tail is then full: the next append starts a block.
+  absl::Status Restart(const Live& live);
+  // The blocks a log of `live` takes, in blocks of `block_size` bytes.
+  static uint64_t BlocksFor(const Live& live, uint32_t block_size);
+  // Encodes `live` as the blocks of a log of generation `epoch` into
+  // `out` (BlocksFor(live) blocks): the bytes Rewrite writes.
+  static void Encode(const Live& live, uint64_t epoch,
+                     std::span<std::byte> out, uint32_t block_size);
 
   // True when the log holds more than twice the blocks `live_bytes` of
   // entries need, plus a few: time to Rewrite.

@@ -179,6 +179,10 @@ class ROUNDTABLE_HIDDEN Table::Impl {
   absl::Status AfterBackups(absl::FunctionRef<absl::Status()> locked)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CloseLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The write buffer's copy for the next checkpoint, when its records
+  // changed since the last: made from them by the checkpoint's thread.
+  absl::StatusOr<std::optional<internal::MadeBlocks>> BufferSnapshot()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A checkpoint of everything held: the Checkpointer's phases, with the
   // writers moved to the other log file while its writes run. Complete at
   // once when `complete` (the writers then stay in their log file,

@@ -145,14 +145,22 @@ uint64_t WriteBuffer::NextBufferedBucket(uint64_t from) const {
 absl::Status WriteBuffer::DrainBucket(uint64_t b) {
   ++drains_;
   Stash::Taken taken = buffer_.Take(b);
+  // While a snapshot of the buffer is being made, a record the stash
+  // takes is copied there, and the drained ones are kept until it is done.
+  const bool keep = buffer_.snapshotting();
+  absl::Status s;
   for (Stash::Entry& e : taken) {
     Record& r = e.record;
-    RT_RETURN_IF_ERROR(error_->Note(buffer_.LogRemoved(r.key())));
-    RT_RETURN_IF_ERROR(
-        error_->Note(table_->Put(r.key(), r.value(), e.hash, &r)));
+    s = error_->Note(buffer_.LogRemoved(r.key()));
+    if (s.ok()) {
+      s = error_->Note(
+          table_->Put(r.key(), r.value(), e.hash, keep ? nullptr : &r));
+    }
+    if (!s.ok()) break;
     KillPoint("buffer: put drained");
   }
-  return absl::OkStatus();
+  buffer_.Retire(std::move(taken));
+  return s;
 }
 
 }  // namespace roundtable::internal

@@ -5,6 +5,7 @@
 // entry count runs past the block is refused.
 #include "engine/internal/stash_log.h"
 
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -82,6 +83,62 @@ TEST(StashLogTest, MatchesAModelThroughFlushesRewritesAndReopens) {
   for (uint64_t b = 0; b < log->blocks(); ++b) {
     EXPECT_TRUE(ZeroPastEntries(*device, b)) << "block " << b;
   }
+}
+
+// Restart and Encode, the rewrite in two halves a checkpoint's thread
+// finishes, make the very bytes Rewrite writes, in the blocks BlocksFor
+// says, for live sets from empty to many blocks and entries of every size.
+TEST(StashLogTest, EncodeMakesTheBlocksRewriteWrites) {
+  std::mt19937_64 rng(11);
+  int joined = 0;
+  for (const uint32_t block_size : {512u, 4096u}) {
+    for (int round = 0; round < 40; ++round) {
+      Model model;
+      const int records = round == 0 ? 0 : static_cast<int>(rng() % 400);
+      for (int i = 0; i < records; ++i) {
+        model[absl::StrCat("key", rng() % 100000)] =
+            std::string(rng() % (block_size / 4), 'a' + i % 26);
+      }
+      const StashLog::Live live(model.begin(), model.end());
+      auto rewritten = io::NewMemoryDevice(block_size);
+      StashLog log(rewritten.get(), 3, 0);
+      ASSERT_TRUE(log.AppendPut("old", "entry").ok());
+      ASSERT_TRUE(log.Flush().ok());
+      ASSERT_TRUE(log.Rewrite(live).ok());
+
+      auto made = io::NewMemoryDevice(block_size);
+      StashLog restarted(made.get(), 3, 1);
+      ASSERT_TRUE(restarted.Restart(live).ok());
+      EXPECT_EQ(restarted.epoch(), log.epoch());
+      ASSERT_EQ(restarted.blocks(), log.blocks());
+      ASSERT_EQ(StashLog::BlocksFor(live, block_size), log.blocks());
+      EXPECT_EQ(made->num_blocks(), log.blocks());
+      io::AlignedBuffer bytes(restarted.blocks() * block_size);
+      // Encode writes every byte, whatever the buffer held.
+      std::memset(bytes.data(), 0xab, bytes.size());
+      StashLog::Encode(live, restarted.epoch(), bytes.span(), block_size);
+      io::AlignedBuffer block(block_size);
+      for (uint64_t b = 0; b < log.blocks(); ++b) {
+        ASSERT_TRUE(rewritten->Read(b, block.span()).ok());
+        ASSERT_EQ(std::memcmp(block.data(), bytes.data() + b * block_size,
+                              block_size),
+                  0)
+            << "block " << b << " of " << log.blocks();
+      }
+      if (restarted.blocks() > 0) {
+        ASSERT_TRUE(made->Write(0, bytes.span()).ok());
+      }
+      EXPECT_EQ(Loaded(*made, restarted), model);
+      // Appends after a Rewrite join its last block where they fit.
+      ASSERT_TRUE(log.AppendPut("next", "value").ok());
+      ASSERT_TRUE(log.Flush().ok());
+      EXPECT_LE(log.blocks(), restarted.blocks() + 1);
+      joined += restarted.blocks() > 0 && log.blocks() == restarted.blocks();
+      model["next"] = "value";
+      EXPECT_EQ(Loaded(*rewritten, log), model);
+    }
+  }
+  EXPECT_GT(joined, 40);
 }
 
 TEST(StashLogTest, ResumeTailRefusesEntryBytesPastTheBlock) {

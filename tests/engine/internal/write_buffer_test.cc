@@ -6,6 +6,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "tests/engine/internal/engine_parts.h"
@@ -172,6 +173,79 @@ TEST(WriteBufferTest, ItsCopyIsTheBufferedPutsAsOfTheLastFlush) {
     ASSERT_TRUE(copy.Flush().ok());
     EXPECT_EQ(copy.block_writes(), flushed);
   }
+  EXPECT_TRUE(parts.error.ok());
+}
+
+// A snapshot made off the writer's path (LoggedStash::Snapshot): its views
+// of the buffered puts stay as they were while the writes go on, the
+// same-size values that would be written where they lie, deletes, drains
+// and distributes among them; encoded then, they are the copy the next
+// open loads. SnapshotDone lets the records kept aside go.
+TEST(WriteBufferTest, ASnapshotsViewsStayAsTheyWereWhileTheWritesGoOn) {
+  std::mt19937_64 rng(9);
+  EngineParts parts(kBlock, 8, 0, /*buffer_bytes=*/16384);
+  LoggedStash& copy = parts.buffer->records();
+  auto write = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      parts.buffer->Begin();
+      const std::string key = absl::StrCat("key", rng() % 300);
+      if (rng() % 5 != 0) {
+        // Values of 8 bytes half the time, so that a buffered put often
+        // takes a value of its own size.
+        const size_t size = rng() % 2 == 0 ? 8 : 1 + rng() % 40;
+        ASSERT_TRUE(parts.buffer->Put(key, std::string(size, 'a' + i % 26))
+                        .ok());
+      } else {
+        ASSERT_TRUE(parts.buffer->Delete(key).ok());
+      }
+      parts.EndWrite();
+    }
+  };
+  for (int round = 0; round < 20; ++round) {
+    write(200);
+    ASSERT_TRUE(copy.changed());
+    auto live = copy.Snapshot();
+    ASSERT_TRUE(live.ok()) << live.status();
+    EXPECT_TRUE(copy.snapshotting());
+    EXPECT_FALSE(copy.changed());
+    const std::map<std::string, std::string> expected(live->begin(),
+                                                      live->end());
+    EXPECT_EQ(expected.size(), copy.records());
+    // As a checkpoint does: the blocks are no longer held, so that the
+    // puts that follow wait in the buffer.
+    parts.CheckpointBlocks();
+    const uint64_t buckets = parts.table->num_buckets();
+    write(400);
+    if (round % 4 == 3) {
+      while (!parts.buffer->empty()) {
+        ASSERT_TRUE(parts.buffer->DrainNext().ok());
+      }
+    }
+    EXPECT_TRUE(copy.changed());
+    if (round == 0) EXPECT_GT(parts.table->num_buckets(), buckets);
+    const std::map<std::string, std::string> viewed(live->begin(),
+                                                    live->end());
+    ASSERT_EQ(viewed, expected) << "round " << round;
+    io::AlignedBuffer bytes(copy.blocks() * kBlock);
+    StashLog::Encode(*live, copy.epoch(), bytes.span(), kBlock);
+    if (copy.blocks() > 0) {
+      ASSERT_TRUE(copy.device().Write(0, bytes.span()).ok());
+    }
+    auto loaded = StashLog::Load(copy.device(), copy.epoch(), copy.blocks());
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    const std::map<std::string, std::string> in_copy(loaded->begin(),
+                                                     loaded->end());
+    EXPECT_EQ(in_copy, expected);
+    copy.SnapshotDone(/*made=*/true);
+    EXPECT_FALSE(copy.snapshotting());
+    EXPECT_TRUE(copy.changed());
+  }
+  // A snapshot dropped before its blocks were made leaves the copy to be
+  // made again, though nothing changed since.
+  ASSERT_TRUE(copy.Snapshot().ok());
+  EXPECT_FALSE(copy.changed());
+  copy.SnapshotDone(/*made=*/false);
+  EXPECT_TRUE(copy.changed());
   EXPECT_TRUE(parts.error.ok());
 }
 
