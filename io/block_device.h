@@ -234,6 +234,14 @@ class AlignedBuffer {
  public:
   AlignedBuffer() = default;
   AlignedBuffer(size_t size, size_t alignment = 4096, bool zeroed = true);
+  // A moved-from buffer is empty (size 0).
+  AlignedBuffer(AlignedBuffer&& other) noexcept
+      : data_(std::move(other.data_)), size_(std::exchange(other.size_, 0)) {}
+  AlignedBuffer& operator=(AlignedBuffer&& other) noexcept {
+    data_ = std::move(other.data_);
+    size_ = std::exchange(other.size_, 0);
+    return *this;
+  }
   std::byte* data() { return data_.get(); }
   const std::byte* data() const { return data_.get(); }
   size_t size() const { return size_; }

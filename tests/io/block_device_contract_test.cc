@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -522,6 +523,24 @@ TEST(OpenBlockDeviceTest, RejectsBadOptionsAndMissingFiles) {
   options.create_if_missing = true;
   EXPECT_EQ(OpenBlockDevice(TempPath("mmap_direct"), options).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// A moved-from buffer is empty, so that code which keeps a buffer for
+// reuse and checks its size never takes a moved-from one for a full one.
+TEST(AlignedBufferTest, AMovedFromBufferIsEmpty) {
+  AlignedBuffer a(2 * kBlock);
+  std::memset(a.data(), 7, a.size());
+  AlignedBuffer b(std::move(a));
+  EXPECT_EQ(a.size(), 0u);  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(a.data(), nullptr);
+  ASSERT_EQ(b.size(), 2 * kBlock);
+  EXPECT_EQ(static_cast<int>(b.data()[kBlock]), 7);
+  AlignedBuffer c(kBlock);
+  c = std::move(b);
+  EXPECT_EQ(b.size(), 0u);  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(b.data(), nullptr);
+  ASSERT_EQ(c.size(), 2 * kBlock);
+  EXPECT_EQ(static_cast<int>(c.data()[2 * kBlock - 1]), 7);
 }
 
 }  // namespace
