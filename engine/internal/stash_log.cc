@@ -206,19 +206,68 @@ absl::Status StashLog::WriteTail() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Encodes `live` as the blocks of a log of generation `epoch`, in order:
+// block b's entries go into out(b) (block_size bytes, whatever they held
+// before), and done(b) is called once its header and checksum are set.
+template <typename Out, typename Done>
+void EncodeBlocks(const StashLog::Live& live, uint64_t epoch,
+                  uint32_t block_size, Out out, Done done) {
+  const size_t room = block_size - kBlockHeaderBytes;
+  char* block = nullptr;
+  uint64_t b = 0;
+  uint32_t count = 0, used = 0;
+  auto finish = [&] {
+    PutFixed32(block + kMagicAt, kStashLogMagic);
+    PutFixed32(block + kCountAt, count);
+    PutFixed64(block + kEpochAt, epoch);
+    PutFixed32(block + kUsedAt, used);
+    PutFixed64(block + kChecksumAt, BlockChecksum(block, block_size));
+    done(b);
+  };
+  for (const auto& [key, value] : live) {
+    const size_t size = EntrySize(key, value);
+    if (block == nullptr || used + size > room) {
+      if (block != nullptr) {
+        finish();
+        ++b;
+      }
+      block = reinterpret_cast<char*>(out(b));
+      std::memset(block, 0, block_size);
+      count = used = 0;
+    }
+    char* p = block + kBlockHeaderBytes + used;
+    *p++ = kPut;
+    p = PutVarint(p, key.size());
+    p = PutVarint(p, value.size());
+    if (!key.empty()) std::memcpy(p, key.data(), key.size());
+    if (!value.empty()) std::memcpy(p + key.size(), value.data(), value.size());
+    ++count;
+    used += static_cast<uint32_t>(size);
+  }
+  if (block != nullptr) finish();
+}
+
+}  // namespace
+
 absl::Status StashLog::Rewrite(const Live& live) {
   RT_RETURN_IF_ERROR(Restart(live));
-  if (blocks_ == 0) return absl::OkStatus();
-  const uint32_t bs = device_->block_size();
-  io::AlignedBuffer out(blocks_ * bs);
-  Encode(live, epoch_, out.span(), bs);
-  RT_RETURN_IF_ERROR(device_->Write(0, out.span()));
-  block_writes_ += blocks_;
-  // Appends go on in the last block.
-  std::memcpy(tail_.data(), out.data() + (blocks_ - 1) * bs, bs);
+  // Each block is encoded in the tail and written once, when it is full
+  // or at the end; appends then go on in the last.
+  absl::Status s;
+  EncodeBlocks(
+      live, epoch_, device_->block_size(),
+      [&](uint64_t) { return tail_.data(); },
+      [&](uint64_t b) {
+        if (!s.ok()) return;
+        s = device_->Write(b, tail_.span());
+        ++block_writes_;
+      });
+  RT_RETURN_IF_ERROR(s);
   const char* p = reinterpret_cast<const char*>(tail_.data());
-  tail_used_ = GetFixed32(p + kUsedAt);
-  tail_count_ = GetFixed32(p + kCountAt);
+  tail_used_ = blocks_ > 0 ? GetFixed32(p + kUsedAt) : 0;
+  tail_count_ = blocks_ > 0 ? GetFixed32(p + kCountAt) : 0;
   return absl::OkStatus();
 }
 
@@ -227,7 +276,7 @@ absl::Status StashLog::Restart(const Live& live) {
   ClearTail();
   tail_dirty_ = false;
   blocks_ = BlocksFor(live, device_->block_size());
-  // Until Rewrite reads the last block back, the tail counts as full.
+  // Until Rewrite encodes the last block there, the tail counts as full.
   tail_used_ = blocks_ > 0 ? device_->block_size() - kBlockHeaderBytes : 0;
   std::memset(tail_.data(), 0, tail_.size());
   if (device_->num_blocks() != blocks_) {
@@ -236,12 +285,8 @@ absl::Status StashLog::Restart(const Live& live) {
   return absl::OkStatus();
 }
 
-namespace {
-
-// Packs the entries of `live` into blocks of `room` bytes each, in order:
-// calls entry(block, offset, key, value) for each and returns the blocks.
-template <typename Entry>
-uint64_t Pack(const StashLog::Live& live, size_t room, Entry entry) {
+uint64_t StashLog::BlocksFor(const Live& live, uint32_t block_size) {
+  const size_t room = block_size - kBlockHeaderBytes;
   uint64_t blocks = 0;
   size_t used = room;
   for (const auto& [key, value] : live) {
@@ -250,47 +295,17 @@ uint64_t Pack(const StashLog::Live& live, size_t room, Entry entry) {
       ++blocks;
       used = 0;
     }
-    entry(blocks - 1, used, key, value);
     used += size;
   }
   return blocks;
 }
 
-}  // namespace
-
-uint64_t StashLog::BlocksFor(const Live& live, uint32_t block_size) {
-  return Pack(live, block_size - kBlockHeaderBytes,
-              [](uint64_t, size_t, std::string_view, std::string_view) {});
-}
-
 void StashLog::Encode(const Live& live, uint64_t epoch,
                       std::span<std::byte> out, uint32_t block_size) {
-  char* base = reinterpret_cast<char*>(out.data());
-  std::memset(base, 0, out.size());
-  std::vector<std::pair<uint32_t, uint32_t>> filled;  // count, used
-  Pack(live, block_size - kBlockHeaderBytes,
-       [&](uint64_t b, size_t at, std::string_view key,
-           std::string_view value) {
-         if (b == filled.size()) filled.emplace_back(0, 0);
-         char* p = base + b * block_size + kBlockHeaderBytes + at;
-         *p++ = kPut;
-         p = PutVarint(p, key.size());
-         p = PutVarint(p, value.size());
-         if (!key.empty()) std::memcpy(p, key.data(), key.size());
-         if (!value.empty()) {
-           std::memcpy(p + key.size(), value.data(), value.size());
-         }
-         ++filled[b].first;
-         filled[b].second = static_cast<uint32_t>(at + EntrySize(key, value));
-       });
-  for (uint64_t b = 0; b < filled.size(); ++b) {
-    char* p = base + b * block_size;
-    PutFixed32(p + kMagicAt, kStashLogMagic);
-    PutFixed32(p + kCountAt, filled[b].first);
-    PutFixed64(p + kEpochAt, epoch);
-    PutFixed32(p + kUsedAt, filled[b].second);
-    PutFixed64(p + kChecksumAt, BlockChecksum(p, block_size));
-  }
+  EncodeBlocks(
+      live, epoch, block_size,
+      [&](uint64_t b) { return out.data() + b * block_size; },
+      [](uint64_t) {});
 }
 
 bool StashLog::WantsRewrite(uint64_t live_bytes) const {
