@@ -65,8 +65,7 @@ absl::Status LoggedStash::Replace(Record* r, std::string_view value) {
 }
 
 void LoggedStash::Retire(Stash::Taken taken) {
-  if (!snapshotting_) return;
-  for (Stash::Entry& e : taken) retired_.push_back(std::move(e.record));
+  for (Stash::Entry& e : taken) KeepAside(e.record);
 }
 
 absl::StatusOr<std::optional<size_t>> LoggedStash::Remove(
@@ -78,7 +77,7 @@ absl::StatusOr<std::optional<size_t>> LoggedStash::Remove(
     s = LogRemove(key);
     if (!s.ok()) return true;
     removed = EncodedSize(r.key(), r.value());
-    if (snapshotting_) retired_.push_back(std::move(r));
+    KeepAside(r);
     return false;
   });
   RT_RETURN_IF_ERROR(s);

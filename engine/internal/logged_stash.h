@@ -153,6 +153,11 @@ class LoggedStash {
  private:
   // Views of every record's key and value.
   StashLog::Live LiveRecords() const;
+  // A record leaving the lists: kept until SnapshotDone while a snapshot's
+  // views are out (else freed by its owner).
+  void KeepAside(Record& r) {
+    if (snapshotting_) retired_.push_back(std::move(r));
+  }
   // The copy's entries for a change (a snapshot notes the change only).
   absl::Status LogPut(const Record& r);
   absl::Status LogRemove(std::string_view key);
@@ -178,7 +183,7 @@ absl::Status LoggedStash::MoveOut(uint64_t b, Leave leave,
     if (!s.ok() || !leave(std::as_const(r))) return true;
     s = LogRemove(r.key());
     KillPoint(kill_point);
-    if (snapshotting_) retired_.push_back(std::move(r));
+    KeepAside(r);
     return false;
   });
   return s;

@@ -21,6 +21,27 @@ size_t EntrySize(std::string_view key, std::string_view value) {
   return 1 + RecordBytes(key, value);
 }
 
+// Encodes an entry at p (EntrySize bytes).
+void PutEntry(char* p, char op, std::string_view key, std::string_view value) {
+  *p++ = op;
+  p = PutVarint(p, key.size());
+  p = PutVarint(p, value.size());
+  // A remove has an empty value whose data() may be null: memcpy must not
+  // see it.
+  if (!key.empty()) std::memcpy(p, key.data(), key.size());
+  if (!value.empty()) std::memcpy(p + key.size(), value.data(), value.size());
+}
+
+// Completes a block's header and checksum.
+void SealLogBlock(char* p, uint32_t count, uint64_t epoch, uint32_t used,
+                  size_t block_size) {
+  PutFixed32(p + kMagicAt, kStashLogMagic);
+  PutFixed32(p + kCountAt, count);
+  PutFixed64(p + kEpochAt, epoch);
+  PutFixed32(p + kUsedAt, used);
+  PutFixed64(p + kChecksumAt, BlockChecksum(p, block_size));
+}
+
 }  // namespace
 
 StashLog::StashLog(io::BlockDevice* device, uint64_t epoch, uint64_t blocks)
@@ -182,24 +203,14 @@ absl::Status StashLog::AddToTail(char op, std::string_view key,
   char* p =
       reinterpret_cast<char*>(tail_.data()) + kBlockHeaderBytes + tail_used_;
   tail_used_ += static_cast<uint32_t>(EntrySize(key, value));
-  *p++ = op;
-  p = PutVarint(p, key.size());
-  p = PutVarint(p, value.size());
-  // A remove has an empty value whose data() may be null: memcpy must not
-  // see it.
-  if (!key.empty()) std::memcpy(p, key.data(), key.size());
-  if (!value.empty()) std::memcpy(p + key.size(), value.data(), value.size());
+  PutEntry(p, op, key, value);
   ++tail_count_;
   return absl::OkStatus();
 }
 
 absl::Status StashLog::WriteTail() {
-  char* p = reinterpret_cast<char*>(tail_.data());
-  PutFixed32(p + kMagicAt, kStashLogMagic);
-  PutFixed32(p + kCountAt, tail_count_);
-  PutFixed64(p + kEpochAt, epoch_);
-  PutFixed32(p + kUsedAt, tail_used_);
-  PutFixed64(p + kChecksumAt, BlockChecksum(p, tail_.size()));
+  SealLogBlock(reinterpret_cast<char*>(tail_.data()), tail_count_, epoch_,
+               tail_used_, tail_.size());
   ++block_writes_;
   RT_RETURN_IF_ERROR(device_->Write(blocks_ - 1, tail_.span()));
   tail_dirty_ = false;
@@ -219,11 +230,7 @@ void EncodeBlocks(const StashLog::Live& live, uint64_t epoch,
   uint64_t b = 0;
   uint32_t count = 0, used = 0;
   auto finish = [&] {
-    PutFixed32(block + kMagicAt, kStashLogMagic);
-    PutFixed32(block + kCountAt, count);
-    PutFixed64(block + kEpochAt, epoch);
-    PutFixed32(block + kUsedAt, used);
-    PutFixed64(block + kChecksumAt, BlockChecksum(block, block_size));
+    SealLogBlock(block, count, epoch, used, block_size);
     done(b);
   };
   for (const auto& [key, value] : live) {
@@ -237,12 +244,7 @@ void EncodeBlocks(const StashLog::Live& live, uint64_t epoch,
       std::memset(block, 0, block_size);
       count = used = 0;
     }
-    char* p = block + kBlockHeaderBytes + used;
-    *p++ = kPut;
-    p = PutVarint(p, key.size());
-    p = PutVarint(p, value.size());
-    if (!key.empty()) std::memcpy(p, key.data(), key.size());
-    if (!value.empty()) std::memcpy(p + key.size(), value.data(), value.size());
+    PutEntry(block + kBlockHeaderBytes + used, kPut, key, value);
     ++count;
     used += static_cast<uint32_t>(size);
   }
