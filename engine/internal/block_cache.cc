@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/container/fixed_array.h"
+
 namespace roundtable::internal {
 
 constexpr size_t kHugePage = size_t{2} << 20;
@@ -68,19 +70,28 @@ void BlockCache::Insert(uint64_t b, std::span<const std::byte> bytes) {
   InsertLocked(b, bytes);
 }
 
-void BlockCache::InsertLocked(uint64_t b, std::span<const std::byte> bytes) {
+uint32_t BlockCache::PlaceLocked(uint64_t b) {
   uint32_t slot = SlotOf(b);
   if (slot != kNoSlot) {
     Reference(b);
-  } else {
-    slot = TakeSlot();
-    if (slot == kNoSlot) return;
-    bucket_of_[slot] = b;
-    if (b >= slot_of_.size()) {
-      slot_of_.resize(std::max<uint64_t>(b + 1, slot_of_.size() * 2), kNoSlot);
-    }
-    slot_of_[b] = slot | kReferenced;
+    return slot;
   }
+  slot = TakeSlot();
+  if (slot != kNoSlot) Assign(b, slot);
+  return slot;
+}
+
+void BlockCache::Assign(uint64_t b, uint32_t slot) {
+  bucket_of_[slot] = b;
+  if (b >= slot_of_.size()) {
+    slot_of_.resize(std::max<uint64_t>(b + 1, slot_of_.size() * 2), kNoSlot);
+  }
+  slot_of_[b] = slot | kReferenced;
+}
+
+void BlockCache::InsertLocked(uint64_t b, std::span<const std::byte> bytes) {
+  const uint32_t slot = PlaceLocked(b);
+  if (slot == kNoSlot) return;
   std::memcpy(BytesOf(slot), bytes.data(), block_size_);
   if (summarize_ != nullptr) filter_[slot] = summarize_(bytes);
 }
@@ -125,24 +136,59 @@ std::byte* BlockCache::LendCached(uint64_t b) {
   return BytesOf(slot);
 }
 
-void BlockCache::Return(std::byte* bytes) {
-  MutexLock lock(&mu_);
-  --lent_;
-  FreeSlot(SlotAt(bytes));
-}
-
-void BlockCache::Adopt(uint64_t b, std::byte* bytes) {
-  MutexLock lock(&mu_);
-  --lent_;
-  const uint32_t slot = SlotAt(bytes);
-  if (const uint32_t old = SlotOf(b); old != kNoSlot) FreeSlot(old);
-  bucket_of_[slot] = b;
-  if (b >= slot_of_.size()) {
-    slot_of_.resize(std::max<uint64_t>(b + 1, slot_of_.size() * 2), kNoSlot);
-  }
-  slot_of_[b] = slot | kReferenced;
-  if (summarize_ != nullptr) {
-    filter_[slot] = summarize_({bytes, block_size_});
+void BlockCache::TakeBack(std::span<const Returning> blocks) {
+  if (!enabled()) return;
+  // A run's filters, made before its lock: each reads the block's
+  // directory, a miss or two per block that readers need not wait for.
+  constexpr size_t kRun = 256;
+  absl::FixedArray<TagFilter, 1> filters(std::min(kRun, blocks.size()));
+  for (size_t first = 0; first < blocks.size(); first += kRun) {
+    const std::span<const Returning> run =
+        blocks.subspan(first, std::min(kRun, blocks.size() - first));
+    // The blocks lie all over memory, and so do their entries here: each
+    // is loaded some blocks ahead of its turn.
+    constexpr size_t kAhead = 8;
+    if (summarize_ != nullptr) {
+      for (size_t i = 0; i < run.size(); ++i) {
+        if (i + kAhead < run.size() && run[i + kAhead].keep) {
+          for (size_t line = 0; line < 256; line += 64) {
+            __builtin_prefetch(run[i + kAhead].bytes + line);
+          }
+        }
+        if (run[i].keep) filters[i] = summarize_({run[i].bytes, block_size_});
+      }
+    }
+    MutexLock lock(&mu_);
+    for (size_t i = 0; i < run.size(); ++i) {
+      if (i + kAhead < run.size()) {
+        const Returning& next = run[i + kAhead];
+        if (next.b < slot_of_.size()) __builtin_prefetch(&slot_of_[next.b], 1);
+        if (Owns(next.bytes)) {
+          __builtin_prefetch(&bucket_of_[SlotAt(next.bytes)], 1);
+          if (summarize_ != nullptr) {
+            __builtin_prefetch(&filter_[SlotAt(next.bytes)], 1);
+          }
+        }
+      }
+      const Returning& r = run[i];
+      uint32_t slot;
+      if (Owns(r.bytes)) {
+        slot = SlotAt(r.bytes);
+        --lent_;
+        if (!r.keep) {
+          FreeSlot(slot);
+          continue;
+        }
+        if (const uint32_t old = SlotOf(r.b); old != kNoSlot) FreeSlot(old);
+        Assign(r.b, slot);
+      } else {
+        if (!r.keep || (free_.empty() && SlotOf(r.b) == kNoSlot)) continue;
+        slot = PlaceLocked(r.b);
+        if (slot == kNoSlot) continue;
+        std::memcpy(BytesOf(slot), r.bytes, block_size_);
+      }
+      if (summarize_ != nullptr) filter_[slot] = filters[i];
+    }
   }
 }
 

@@ -126,11 +126,22 @@ class BlockCache {
   bool Owns(const std::byte* bytes) const {
     return enabled() && bytes >= arena_base_ && bytes < arena_end_;
   }
-  // A lent slot back, free.
-  void Return(std::byte* slot);
-  // A lent slot back, caching bucket b with the bytes it holds
-  // (replacing an older copy, whose slot is freed).
-  void Adopt(uint64_t b, std::byte* slot);
+  // Blocks coming back: a slot this cache lent (Owns), adopted as bucket
+  // b's cached block, with the bytes it holds, when `keep` (replacing an
+  // older copy, whose slot is freed), else free; or bytes of someone
+  // else's, copied in as b's block when `keep` and a slot is free or b is
+  // cached already (InsertIfRoom), else left alone. A checkpoint gives back
+  // tens of thousands at once: their filters are made outside the lock,
+  // which is taken once for a run of them.
+  struct Returning {
+    uint64_t b;
+    std::byte* bytes;
+    bool keep;
+  };
+  void TakeBack(std::span<const Returning> blocks);
+  // One lent slot back, free; or caching bucket b with the bytes it holds.
+  void Return(std::byte* slot) { TakeBack({{{0, slot, false}}}); }
+  void Adopt(uint64_t b, std::byte* slot) { TakeBack({{{b, slot, true}}}); }
   uint64_t lent_slots() const {
     MutexLock lock(&mu_);
     return lent_;
@@ -182,6 +193,11 @@ class BlockCache {
   }
   void InsertLocked(uint64_t b, std::span<const std::byte> bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Bucket b's slot (referenced), or a new one for it (TakeSlot, then
+  // Assign); kNoSlot when every slot is lent.
+  uint32_t PlaceLocked(uint64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Caches bucket b in `slot`, referenced.
+  void Assign(uint64_t b, uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A slot for a new block: a free one, or the clock's victim; kNoSlot
   // when every slot is lent.
   uint32_t TakeSlot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -201,8 +201,8 @@ bool IsMapBlock(std::span<const std::byte> in, uint32_t magic, uint64_t k) {
 }
 
 void CopyUnsealed(std::span<const std::byte> from, std::span<std::byte> to) {
-  std::memcpy(to.data(), from.data(), kChecksumAt);
-  std::memset(to.data() + kChecksumAt, 0, kBlockHeaderBytes - kChecksumAt);
+  std::memcpy(to.data(), from.data(), kCheckpointAt);
+  std::memset(to.data() + kCheckpointAt, 0, kBlockHeaderBytes - kCheckpointAt);
   std::memcpy(to.data() + kBlockHeaderBytes, from.data() + kBlockHeaderBytes,
               from.size() - kBlockHeaderBytes);
 }

@@ -205,9 +205,10 @@ class EncodedBlock {
 // says.
 TagFilter TagFilterOf(std::span<const std::byte> block);
 
-// Copies block `from` into `to` but for its checksum field, left zero:
-// exactly the bytes that a Seal of `from` running meanwhile on another
-// thread does not write (the copy is sealed again before it is stored).
+// Copies block `from` into `to` but for its checkpoint and checksum fields,
+// left zero: exactly the bytes that a checkpoint's seal of `from` (its
+// sequence stamped, then Seal) running meanwhile on another thread does
+// not write (the copy is stamped and sealed again before it is stored).
 void CopyUnsealed(std::span<const std::byte> from, std::span<std::byte> to);
 
 // DataLoss, naming the bucket, unless `in` is a valid block of `bucket`

@@ -1,6 +1,7 @@
 #include "engine/internal/block_map.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "absl/strings/str_cat.h"
 #include "engine/internal/block_format.h"
@@ -15,6 +16,33 @@ namespace {
 constexpr size_t kEntriesAt = kBlockHeaderBytes;
 
 }  // namespace
+
+void FreePlaces::clear() {
+  words_.clear();
+  count_ = 0;
+  lowest_word_ = 0;
+}
+
+void FreePlaces::Insert(uint64_t place) {
+  const size_t w = place / 64;
+  if (w >= words_.size()) words_.resize(std::max(w + 1, 2 * words_.size()));
+  words_[w] |= uint64_t{1} << (place % 64);
+  ++count_;
+  lowest_word_ = std::min(lowest_word_, w);
+}
+
+void FreePlaces::Erase(uint64_t place) {
+  words_[place / 64] &= ~(uint64_t{1} << (place % 64));
+  --count_;
+}
+
+uint64_t FreePlaces::TakeLowest() {
+  while (words_[lowest_word_] == 0) ++lowest_word_;
+  const uint64_t place =
+      lowest_word_ * 64 + std::countr_zero(words_[lowest_word_]);
+  Erase(place);
+  return place;
+}
 
 BlockMap::BlockMap(io::BlockDevice* blocks, io::BlockDevice* file)
     : BlockDevice("placed(" + blocks->path() + ")"),
@@ -75,7 +103,7 @@ absl::Status BlockMap::Load(uint64_t buckets, bool stored) {
     }
   }
   for (uint64_t place = kHeaderBlocks; place < end_; ++place) {
-    if (!used[place]) free_.insert(place);
+    if (!used[place]) free_.Insert(place);
   }
   return absl::OkStatus();
 }
@@ -134,10 +162,7 @@ absl::Status BlockMap::Stage(const DeferredDevice::HeldMap& held,
 }
 
 uint64_t BlockMap::Allocate() {
-  if (free_.empty()) return end_++;
-  const uint64_t place = *free_.begin();
-  free_.erase(free_.begin());
-  return place;
+  return free_.empty() ? end_++ : free_.TakeLowest();
 }
 
 void BlockMap::SetPlace(uint64_t bucket, uint64_t place) {
@@ -146,11 +171,9 @@ void BlockMap::SetPlace(uint64_t bucket, uint64_t place) {
 }
 
 void BlockMap::Free(uint64_t place) {
-  free_.insert(place);
-  while (end_ > kHeaderBlocks && !free_.empty() &&
-         *free_.rbegin() == end_ - 1) {
-    free_.erase(std::prev(free_.end()));
-    --end_;
+  free_.Insert(place);
+  while (end_ > kHeaderBlocks && free_.contains(end_ - 1)) {
+    free_.Erase(--end_);
   }
 }
 

@@ -18,38 +18,34 @@ BucketStore::BucketStore(io::BlockDevice* file, io::BlockDevice* map_file,
       blocks_(std::make_unique<DeferredDevice>(places_.get())),
       cache_(cache_bytes, block_size, &TagFilterOf),
       work_(block_size) {
-  // Bucket blocks are sealed (their checksums set) only when a
-  // checkpoint's thread stores them, and a read of one frozen meanwhile
-  // seals its copy. The header blocks (superblock images) are whole as
-  // they are.
-  blocks_->set_seal([](uint64_t block, std::span<std::byte> bytes) {
-    if (block >= kHeaderBlocks) EncodedBlock(bytes).Seal();
+  // Bucket blocks are sealed (stamped with the checkpoint's sequence,
+  // their checksums set) only when a checkpoint's thread stores them, and
+  // a read of one frozen meanwhile seals its copy. The header blocks
+  // (superblock images) are whole as they are.
+  blocks_->set_seal([this](uint64_t block, std::span<std::byte> bytes) {
+    if (block < kHeaderBlocks) return;
+    EncodedBlock sealed(bytes);
+    sealed.set_checkpoint(sealing_);
+    sealed.Seal();
   });
   blocks_->set_lender(&lender_);
 }
 
-bool BucketStore::CacheLender::TakeBack(uint64_t block, std::byte* slot,
-                                        bool current) {
-  // Superblock images held from a replayed journal are not buckets'.
-  const bool keep = current && block >= kHeaderBlocks;
-  if (!cache_->Owns(slot)) {
-    // One of the device's own slots (the cache had lent half of its): the
-    // block is cached as a copy where a slot is free, and the slot stays
-    // with the device. A full cache evicts nothing for it: a checkpoint
-    // of a table past its cache gives back tens of thousands of these at
-    // once, on the writer's path, and copying them in would only evict
-    // each other's copies and every clean block.
-    if (keep) {
-      cache_->InsertIfRoom(block - kHeaderBlocks, {slot, cache_->block_size()});
-    }
-    return false;
+void BucketStore::CacheLender::TakeBack(std::span<const Leaving> leaving) {
+  returning_.clear();
+  for (const Leaving& l : leaving) {
+    // Superblock images held from a replayed journal are not buckets'. A
+    // block in one of the device's own slots (the cache had lent half of
+    // its) is cached as a copy only where a slot is free: a full cache
+    // evicts nothing for it, as a checkpoint of a table past its cache
+    // gives back tens of thousands of these at once, on the writer's path,
+    // and copying them in would only evict each other's copies and every
+    // clean block.
+    const bool keep = l.current && l.block >= kHeaderBlocks;
+    if (!keep && !cache_->Owns(l.slot)) continue;
+    returning_.push_back({keep ? l.block - kHeaderBlocks : 0, l.slot, keep});
   }
-  if (keep) {
-    cache_->Adopt(block - kHeaderBlocks, slot);
-  } else {
-    cache_->Return(slot);
-  }
-  return true;
+  cache_->TakeBack(returning_);
 }
 
 bool BucketStore::FindIn(std::span<const std::byte> bytes, std::string_view key,
@@ -208,11 +204,7 @@ void BucketStore::RefreshFilters() {
 
 absl::Status BucketStore::StagePlaces(uint64_t buckets, uint64_t sequence,
                                       uint64_t durable) {
-  for (const auto& [block, bytes] : blocks_->held()) {
-    if (block >= kHeaderBlocks) {
-      EncodedBlock(bytes.span()).set_checkpoint(sequence);
-    }
-  }
+  sealing_ = sequence;
   return places_->Stage(blocks_->held(), buckets, sequence, durable);
 }
 

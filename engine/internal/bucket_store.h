@@ -62,8 +62,8 @@ class BucketStore {
     return blocks_->ExtendFromInner(kHeaderBlocks + buckets);
   }
   // For checkpoint `sequence` of `buckets` buckets (BlockMap::Stage): each
-  // held block stamped with the checkpoint's sequence and given its new
-  // place.
+  // held block given its new place, and stamped with the checkpoint's
+  // sequence when its thread seals it.
   absl::Status StagePlaces(uint64_t buckets, uint64_t sequence,
                            uint64_t durable);
   // Where bucket b's block lies in the block file as of the last
@@ -234,6 +234,9 @@ class BucketStore {
   std::vector<TagFilter> held_filter_;
   std::vector<uint64_t> edited_;
   std::vector<bool> listed_;  // by bucket: in edited_
+  // The sequence of the checkpoint whose thread seals the frozen blocks:
+  // set by StagePlaces, before the thread starts, and read by it.
+  uint64_t sealing_ = 0;
   // A block read from the device before it is held.
   io::AlignedBuffer work_;
   io::AlignedBuffer preload_;  // Preload's reads
@@ -242,10 +245,14 @@ class BucketStore {
    public:
     explicit CacheLender(BlockCache* cache) : cache_(cache) {}
     std::byte* Lend() override { return cache_->Lend(); }
-    bool TakeBack(uint64_t block, std::byte* slot, bool current) override;
+    bool Owns(const std::byte* slot) const override {
+      return cache_->Owns(slot);
+    }
+    void TakeBack(std::span<const Leaving> leaving) override;
 
    private:
     BlockCache* const cache_;
+    std::vector<BlockCache::Returning> returning_;
   };
   CacheLender lender_{&cache_};
   // Reads run under the table's reader lock, so their count is atomic.

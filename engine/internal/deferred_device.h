@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -96,12 +97,21 @@ class DeferredDevice final : public io::BlockDevice {
     virtual ~Lender() = default;
     // A slot (one block), or null: the device uses its own.
     virtual std::byte* Lend() = 0;
-    // A slot leaving the device: true if it is the lender's (taken
-    // back), else false (the device keeps it). `current` when its bytes
-    // are the block's as the device reads it then (a held block returned
-    // unchanged, or a frozen one now in place and not held anew), so that
-    // the lender may keep them, or a copy, as the block's.
-    virtual bool TakeBack(uint64_t block, std::byte* slot, bool current) = 0;
+    // Whether `slot` is one the lender lent.
+    virtual bool Owns(const std::byte* slot) const = 0;
+    // Blocks leaving the device, one (released) or a checkpoint's frozen
+    // blocks at once: the lender takes back the slots that are its own.
+    // `current` when a slot's bytes are the block's as the device reads it
+    // then (a held block returned unchanged, or a frozen one now in place
+    // and not held anew), so that the lender may keep them, or a copy of
+    // them (from the device's own slots too, which stay with the device),
+    // as the block's.
+    struct Leaving {
+      uint64_t block;
+      std::byte* slot;
+      bool current = false;
+    };
+    virtual void TakeBack(std::span<const Leaving> leaving) = 0;
   };
   // Borrows `lender`, which must outlive the device. Set it before any
   // write.
@@ -138,9 +148,13 @@ class DeferredDevice final : public io::BlockDevice {
   // A slot for a block newly held: the lender's, or a free one of the
   // chunks (a new chunk when none is free).
   std::byte* Allocate();
-  // A slot that no longer holds `block`: back to the lender if it is its,
-  // else free among the chunks'.
-  void Free(uint64_t block, std::byte* slot, bool current);
+  // Slots that no longer hold their blocks: back to the lender if they
+  // are its, else free among the chunks'.
+  void Free(std::span<const Lender::Leaving> leaving);
+  void Free(uint64_t block, std::byte* slot, bool current) {
+    const Lender::Leaving one{block, slot, current};
+    Free({&one, 1});
+  }
 
   io::BlockDevice* const inner_;
   io::Capabilities caps_;

@@ -221,6 +221,59 @@ TEST(BlockCacheTest, InsertIfRoomEvictsNothing) {
   EXPECT_FALSE(BlockCache(0, kBlock).InsertIfRoom(0, Filled(1).span()));
 }
 
+// A checkpoint's give-back in one call, across several runs of the lock:
+// lent slots adopted with their bytes and filters or returned free;
+// blocks from elsewhere copied in only where a slot is free, or over
+// their bucket's own copy, never evicting a clean block.
+TEST(BlockCacheTest, TakeBackAdoptsReturnsAndCopiesWhereThereIsRoom) {
+  BlockCache cache(600 * kBlock, kBlock, &TagFilterOf);
+  auto make = [](std::span<std::byte> bytes, uint64_t b) {
+    EncodedBlock block(bytes);
+    block.Init(b);
+    ASSERT_TRUE(block.Append(absl::StrCat("k", b), "v",
+                             static_cast<uint16_t>(b * 7 + 1)));
+  };
+  auto holds = [&](uint64_t b) {
+    io::AlignedBuffer out(kBlock);
+    if (!cache.Lookup(b, out.span())) return false;
+    EXPECT_EQ(EncodedBlock(out.span()).bucket(), b);
+    EXPECT_TRUE(cache.MayContain(b, static_cast<uint16_t>(b * 7 + 1))) << b;
+    return true;
+  };
+  io::AlignedBuffer clean(kBlock);
+  for (uint64_t b = 1000; b < 1100; ++b) {
+    make(clean.span(), b);
+    cache.Insert(b, clean.span());
+  }
+  std::vector<BlockCache::Returning> back;
+  for (uint64_t b = 0; b < 400; ++b) {
+    std::byte* slot = cache.Lend();
+    ASSERT_NE(slot, nullptr);
+    make({slot, kBlock}, b);
+    back.push_back({b, slot, b % 4 != 0});
+  }
+  EXPECT_EQ(cache.lent_slots(), 400u);
+  // 100 slots free, and 100 more once the lent ones are back.
+  std::vector<io::AlignedBuffer> elsewhere;
+  for (uint64_t b = 2000; b < 2250; ++b) {
+    elsewhere.emplace_back(kBlock);
+    make(elsewhere.back().span(), b);
+    back.push_back({b, elsewhere.back().data(), true});
+  }
+  elsewhere.emplace_back(kBlock);
+  make(elsewhere.back().span(), 1000);
+  EncodedBlock(elsewhere.back().span()).set_checkpoint(5);  // a newer copy
+  back.push_back({1000, elsewhere.back().data(), true});
+  cache.TakeBack(back);
+  EXPECT_EQ(cache.lent_slots(), 0u);
+  for (uint64_t b = 0; b < 400; ++b) EXPECT_EQ(holds(b), b % 4 != 0) << b;
+  for (uint64_t b = 2000; b < 2250; ++b) EXPECT_EQ(holds(b), b < 2200) << b;
+  for (uint64_t b = 1000; b < 1100; ++b) EXPECT_TRUE(holds(b)) << b;
+  io::AlignedBuffer out(kBlock);
+  ASSERT_TRUE(cache.Lookup(1000, out.span()));
+  EXPECT_EQ(EncodedBlock(out.span()).checkpoint(), 5u);
+}
+
 TEST(BlockCacheTest, AllSlotsLentLeavesInsertsUncached) {
   BlockCache cache(2 * kBlock, kBlock);
   cache.Insert(0, Filled(1).span());

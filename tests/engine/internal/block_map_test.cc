@@ -255,5 +255,43 @@ TEST(BlockMapTest, NoCheckpointWritesWhereTheLastDurableOneRefers) {
   }
 }
 
+// FreePlaces against a std::set: inserts and erases anywhere, the lowest
+// taken, over places spread across many words and clustered in a few.
+TEST(FreePlacesTest, ActsAsAnOrderedSetOfPlaces) {
+  for (const uint64_t range : {uint64_t{70}, uint64_t{5000}}) {
+    std::mt19937_64 rng(range);
+    FreePlaces free;
+    std::set<uint64_t> model;
+    for (int step = 0; step < 20000; ++step) {
+      const uint64_t place = rng() % range;
+      switch (rng() % 3) {
+        case 0:
+          if (!model.count(place)) {
+            free.Insert(place);
+            model.insert(place);
+          }
+          break;
+        case 1:
+          if (model.count(place)) {
+            free.Erase(place);
+            model.erase(place);
+          }
+          break;
+        default:
+          if (!model.empty()) {
+            ASSERT_EQ(free.TakeLowest(), *model.begin());
+            model.erase(model.begin());
+          }
+      }
+      ASSERT_EQ(free.size(), model.size());
+      ASSERT_EQ(free.empty(), model.empty());
+      ASSERT_EQ(free.contains(place), model.count(place) == 1);
+    }
+    free.clear();
+    EXPECT_TRUE(free.empty());
+    EXPECT_FALSE(free.contains(1));
+  }
+}
+
 }  // namespace
 }  // namespace roundtable::internal

@@ -167,14 +167,16 @@ TEST(DeferredDeviceTest, LentSlotsGoBackToTheLender) {
     std::byte* Lend() override {
       return lent < slots.size() ? slots[lent++].data() : nullptr;
     }
-    bool TakeBack(uint64_t block, std::byte* slot, bool current) override {
+    bool Owns(const std::byte* slot) const override {
       for (const io::AlignedBuffer& s : slots) {
-        if (s.data() == slot) {
-          back.emplace_back(block, current);
-          return true;
-        }
+        if (s.data() == slot) return true;
       }
       return false;
+    }
+    void TakeBack(std::span<const Leaving> leaving) override {
+      for (const Leaving& l : leaving) {
+        if (Owns(l.slot)) back.emplace_back(l.block, l.current);
+      }
     }
   } lender;
   for (int i = 0; i < 4; ++i) lender.slots.emplace_back(kBlock);
