@@ -432,8 +432,8 @@ absl::Status Table::Impl::CheckpointLocked(bool complete) {
   // checkpoint in place before its journal overwrites the last.
   RT_RETURN_IF_ERROR(checkpointer_.FinishWrites());
   RT_RETURN_IF_ERROR(table_.stash().Flush());
-  RT_ASSIGN_OR_RETURN(std::optional<internal::MadeBlocks> snapshot,
-                      BufferSnapshot());
+  RT_ASSIGN_OR_RETURN(std::vector<internal::MadeBlocks> snapshots,
+                      Snapshots());
   Superblock next = checkpointer_.superblock();
   next.num_buckets = table_.num_buckets();
   next.record_count = table_.record_count();
@@ -457,7 +457,7 @@ absl::Status Table::Impl::CheckpointLocked(bool complete) {
   // The held bucket blocks answer reads frozen while the thread seals and
   // writes them, then, clean once in place, stay as cached blocks where
   // they lie.
-  RT_RETURN_IF_ERROR(checkpointer_.Stage(next, std::move(snapshot)));
+  RT_RETURN_IF_ERROR(checkpointer_.Stage(next, std::move(snapshots)));
   // The file the writers append to after this checkpoint; the other one
   // is emptied by the thread once the journal is durable.
   const int writers = complete ? log_.current() : log_.current() ^ 1;
@@ -484,23 +484,27 @@ absl::Status Table::Impl::CheckpointLocked(bool complete) {
   return log_.Start(log_.current(), /*left_uncovered=*/false);
 }
 
-absl::StatusOr<std::optional<internal::MadeBlocks>>
-Table::Impl::BufferSnapshot() {
-  internal::LoggedStash& records = buffer_.records();
-  if (!records.changed()) return std::nullopt;
-  // Views of the buffered records, which stay as they are until the
-  // checkpoint's thread has encoded them: its snapshot costs the writer
-  // a pass over the buffer's hash map, not a copy of every record.
-  RT_ASSIGN_OR_RETURN(internal::StashLog::Live live, records.Snapshot());
-  auto views = std::make_shared<internal::StashLog::Live>(std::move(live));
-  const uint64_t epoch = records.epoch();
+absl::StatusOr<std::vector<internal::MadeBlocks>> Table::Impl::Snapshots() {
+  std::vector<internal::MadeBlocks> made;
   const uint32_t bs = layout_.block_size;
-  return internal::MadeBlocks{
-      internal::kBufferFileId, records.blocks(),
-      [views, epoch, bs](std::span<std::byte> out) {
-        internal::StashLog::Encode(*views, epoch, out, bs);
-      },
-      [&records](bool made) { records.SnapshotDone(made); }};
+  for (const auto& [records, id] :
+       {std::pair{&table_.stash(), internal::kStashFileId},
+        std::pair{&buffer_.records(), internal::kBufferFileId}}) {
+    if (!records->snapshot_due()) continue;
+    // Views of the records, which stay as they are until the checkpoint's
+    // thread has encoded them: a copy made again costs the writer a pass
+    // over the records' lists, not a copy of every record.
+    RT_ASSIGN_OR_RETURN(internal::StashLog::Live live, records->Snapshot());
+    auto views = std::make_shared<internal::StashLog::Live>(std::move(live));
+    const uint64_t epoch = records->epoch();
+    made.push_back(
+        {id, records->blocks(),
+         [views, epoch, bs](std::span<std::byte> out) {
+           internal::StashLog::Encode(*views, epoch, out, bs);
+         },
+         [records](bool done) { records->SnapshotDone(done); }});
+  }
+  return made;
 }
 
 absl::Status Table::Impl::Format() {

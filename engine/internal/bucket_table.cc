@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "engine/internal/kill_points.h"
 #include "io/base/status_macros.h"
@@ -111,7 +112,8 @@ absl::Status BucketTable::Delete(std::string_view key, uint64_t h) {
       data_bytes_ -= **removed;
       --record_count_;
     }
-    return error_->Note(stash_.MaybeCompact());
+    stash_.MaybeCompact();
+    return absl::OkStatus();
   }
   bool fresh = false;
   RT_ASSIGN_OR_RETURN(EncodedBlock block, store_->Edit(b, &fresh));
@@ -162,7 +164,8 @@ absl::Status BucketTable::Reserve(uint64_t buckets, bool empty) {
 absl::Status BucketTable::AddToStash(uint64_t b, uint64_t h, Record record) {
   RT_RETURN_IF_ERROR(stash_.Put(b, h, std::move(record)));
   KillPoint("stash: entry logged");
-  return stash_.MaybeCompact();
+  stash_.MaybeCompact();
+  return absl::OkStatus();
 }
 
 absl::Status BucketTable::RefillFromStash(EncodedBlock& block, uint64_t b) {
@@ -172,7 +175,8 @@ absl::Status BucketTable::RefillFromStash(EncodedBlock& block, uint64_t b) {
         return block.Append(r.key(), r.value(), TagOf(Hash(r.key())));
       },
       "stash: entry logged"));
-  return stash_.MaybeCompact();
+  stash_.MaybeCompact();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::span<io::AlignedBuffer>> BucketTable::LoadBlocks(
@@ -236,6 +240,10 @@ absl::Status BucketTable::Distribute(std::span<const uint64_t> sources,
   for (const uint64_t b : sources) {
     for (Stash::Entry& e : stash_.Take(b)) from_stash.push_back(std::move(e));
   }
+  // Those that leave for a block are freed by the next distribute's clear,
+  // unless a snapshot of the stash is being made (then kept until it is
+  // done, as are its records that leave by any other way).
+  absl::Cleanup retire = [&] { stash_.Retire(from_stash); };
   // `owned` is the stashed record itself, or null for a record of a block;
   // h is the key's hash.
   auto place = [&](std::string_view key, std::string_view value, uint64_t h,
@@ -274,7 +282,8 @@ absl::Status BucketTable::Distribute(std::span<const uint64_t> sources,
   for (size_t i = 0; i < rebuilt.size(); ++i) {
     KillPoint("distribute: block rebuilt");
   }
-  return stash_.MaybeCompact();
+  stash_.MaybeCompact();
+  return absl::OkStatus();
 }
 
 }  // namespace roundtable::internal

@@ -75,10 +75,11 @@ struct Checkpointer::Writes {
   std::thread thread;
   absl::Status status;  // written by the thread before `done`
   std::atomic<bool> done{false};
-  // The blocks the thread makes first (MadeBlocks), into made_bytes, and
-  // whether it has (then it reads nothing of `made` any more).
-  std::optional<MadeBlocks> made;
-  io::AlignedBuffer made_bytes;
+  // The blocks the thread makes first (MadeBlocks), each file's into its
+  // made_bytes, and whether it has (then it reads nothing of `made` any
+  // more).
+  std::vector<MadeBlocks> made;
+  std::vector<io::AlignedBuffer> made_bytes;
   std::atomic<bool> made_ready{false};
 
   // On a thread of their own, or here when no thread can be had.
@@ -95,10 +96,10 @@ struct Checkpointer::Writes {
     done.notify_all();
   }
   absl::Status WriteAll() {
-    if (made) {
-      made->make(made_bytes.span());
-      made_ready.store(true, std::memory_order_release);
+    for (size_t i = 0; i < made.size(); ++i) {
+      made[i].make(made_bytes[i].span());
     }
+    made_ready.store(true, std::memory_order_release);
     unsealed->SealFrozen();
     // Places no durable checkpoint refers to: a block torn here is in no
     // checkpoint. Adjacent places go in one write.
@@ -144,7 +145,7 @@ struct Checkpointer::Writes {
   // Once the thread has made the blocks, or never will: what `made` read
   // may go.
   void Finish(bool made_them) {
-    if (made) std::exchange(made, std::nullopt)->done(made_them);
+    for (MadeBlocks& m : std::exchange(made, {})) m.done(made_them);
   }
   // A checkpoint dropped before its thread ran, or after it failed.
   ~Writes() { Finish(false); }
@@ -188,7 +189,7 @@ absl::StatusOr<bool> Checkpointer::Due(uint64_t log_bytes) {
   }
   // What the made blocks were made from is let go as soon as they are,
   // long before the checkpoint's writes are done.
-  if (writes_ != nullptr && writes_->made &&
+  if (writes_ != nullptr && !writes_->made.empty() &&
       writes_->made_ready.load(std::memory_order_acquire)) {
     writes_->Finish(true);
   }
@@ -202,7 +203,7 @@ absl::StatusOr<bool> Checkpointer::Due(uint64_t log_bytes) {
 }
 
 absl::Status Checkpointer::Stage(const Superblock& next,
-                                 std::optional<MadeBlocks> made) {
+                                 std::vector<MadeBlocks> made) {
   staged_.reset();
   auto job = std::make_unique<Writes>();
   job->pending.superblock = next;
@@ -212,7 +213,11 @@ absl::Status Checkpointer::Stage(const Superblock& next,
   std::vector<JournalEntry>& entries = job->entries;
   for (const CheckpointLayer& layer : layers_) {
     // The made blocks are the file's whole content.
-    if (made && made->id == layer.id) continue;
+    if (std::any_of(made.begin(), made.end(), [&](const MadeBlocks& m) {
+          return m.id == layer.id;
+        })) {
+      continue;
+    }
     for (const auto& [block, bytes] : layer.seen->held()) {
       // Superblock images held from a replayed journal are superseded.
       if (layer.id == kBlocksFileId && block < kHeaderBlocks) continue;
@@ -223,17 +228,16 @@ absl::Status Checkpointer::Stage(const Superblock& next,
       }
     }
   }
-  if (made) {
-    const uint32_t bs = layers_[made->id].file->block_size();
+  for (const MadeBlocks& m : made) {
+    const uint32_t bs = layers_[m.id].file->block_size();
     // Not zeroed here: the thread's make writes every byte.
-    job->made_bytes = io::AlignedBuffer(made->blocks * bs, bs,
-                                        /*zeroed=*/false);
-    for (uint64_t b = 0; b < made->blocks; ++b) {
-      entries.push_back(
-          {made->id, b, job->made_bytes.span().subspan(b * bs, bs)});
+    const io::AlignedBuffer& bytes = job->made_bytes.emplace_back(
+        m.blocks * bs, bs, /*zeroed=*/false);
+    for (uint64_t b = 0; b < m.blocks; ++b) {
+      entries.push_back({m.id, b, bytes.span().subspan(b * bs, bs)});
     }
-    job->made = std::move(made);
   }
+  job->made = std::move(made);
   job->superblock =
       io::AlignedBuffer(layers_[kBlocksFileId].file->block_size());
   EncodeSuperblock(next, job->superblock.span());

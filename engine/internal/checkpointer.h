@@ -35,6 +35,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -59,7 +60,8 @@ struct CheckpointLayer {
 };
 
 // A file's blocks that the checkpoint's thread makes itself, before it
-// writes the journal (the write buffer's snapshot): blocks [0, blocks) of
+// writes the journal (the write buffer's snapshot, the stash copy made
+// again): blocks [0, blocks) of
 // file `id`, its whole content, made by `make` into the bytes given
 // (blocks * block size). `done` runs on the writers' side once the thread
 // no longer reads what `make` reads: with true once the blocks are made
@@ -107,10 +109,11 @@ class Checkpointer {
   absl::StatusOr<bool> Due(uint64_t log_bytes);
 
   // The phases (see above). Stage lists the images of checkpoint `next`
-  // (its sequence one past the last's), and the blocks `made` gives, which
-  // replace any held ones of its file. REQUIRES: no writes running.
+  // (its sequence one past the last's), and the blocks each of `made`
+  // gives (one a file), which replace any held ones of its file.
+  // REQUIRES: no writes running.
   absl::Status Stage(const Superblock& next,
-                     std::optional<MadeBlocks> made = std::nullopt);
+                     std::vector<MadeBlocks> made = {});
   // `spare_log` is the log file the writers do not append to after this
   // checkpoint: the thread empties and syncs it once the journal is
   // durable (then calls `journal_durable`), and grows it again with

@@ -35,7 +35,7 @@ absl::Status LoggedStash::Load(const Layout& layout,
 
 absl::Status LoggedStash::LogPut(const Record& r) {
   if (kind_ == Copy::kSnapshot) {
-    changed_ = true;
+    due_ = true;
     return absl::OkStatus();
   }
   return copy_.AppendPut(r.key(), r.value());
@@ -43,7 +43,7 @@ absl::Status LoggedStash::LogPut(const Record& r) {
 
 absl::Status LoggedStash::LogRemove(std::string_view key) {
   if (kind_ == Copy::kSnapshot) {
-    changed_ = true;
+    due_ = true;
     return absl::OkStatus();
   }
   return copy_.AppendRemove(key);
@@ -64,8 +64,11 @@ absl::Status LoggedStash::Replace(Record* r, std::string_view value) {
   return LogPut(*r);
 }
 
-void LoggedStash::Retire(Stash::Taken taken) {
-  for (Stash::Entry& e : taken) KeepAside(e.record);
+void LoggedStash::Retire(std::span<Stash::Entry> taken) {
+  if (!snapshotting_) return;
+  for (Stash::Entry& e : taken) {
+    if (e.record.key().data() != nullptr) KeepAside(e.record);
+  }
 }
 
 absl::StatusOr<std::optional<size_t>> LoggedStash::Remove(
@@ -86,32 +89,30 @@ absl::StatusOr<std::optional<size_t>> LoggedStash::Remove(
 
 absl::Status LoggedStash::Flush() {
   if (kind_ == Copy::kLogged) return copy_.Flush();
-  if (!changed_) return absl::OkStatus();
+  if (!due_) return absl::OkStatus();
   return Compact();
 }
 
-absl::Status LoggedStash::MaybeCompact() {
-  if (kind_ == Copy::kSnapshot) return absl::OkStatus();
+void LoggedStash::MaybeCompact() {
+  if (kind_ == Copy::kSnapshot || due_) return;
   // An entry is its record's bytes and a kind byte; the encoded sizes
   // (with their 4-byte slots) and one byte a record overcount that a
-  // little.
-  if (!copy_.WantsRewrite(stash_.bytes() + stash_.records())) {
-    return absl::OkStatus();
-  }
-  return Compact();
+  // little. The rewrite waits for the checkpoint: on the writer, a copy
+  // of a few hundred thousand records took 40 to 200 ms inside a write.
+  due_ = copy_.WantsRewrite(stash_.bytes() + stash_.records());
 }
 
 absl::StatusOr<StashLog::Live> LoggedStash::Snapshot() {
   StashLog::Live live = LiveRecords();
   RT_RETURN_IF_ERROR(copy_.Restart(live));
-  changed_ = false;
+  due_ = false;
   snapshotting_ = true;
   KillPoint(rewritten_point_);
   return live;
 }
 
 void LoggedStash::SnapshotDone(bool made) {
-  if (!made) changed_ = true;
+  if (!made) due_ = true;
   snapshotting_ = false;
   retired_.clear();
   retired_.shrink_to_fit();
@@ -130,7 +131,7 @@ StashLog::Live LoggedStash::LiveRecords() const {
 
 absl::Status LoggedStash::Compact() {
   RT_RETURN_IF_ERROR(copy_.Rewrite(LiveRecords()));
-  changed_ = false;
+  due_ = false;
   KillPoint(rewritten_point_);
   return absl::OkStatus();
 }

@@ -8,12 +8,13 @@
 //
 // The copy is kept one of two ways (Copy). Logged (the stash): every change
 // that a record enters or leaves the copy by is logged here: Put, Replace,
-// Remove, MoveOut and LogRemoved; the log is rewritten from the live
-// records when it has grown well past them. A snapshot (the write
-// buffer, whose records mostly leave it before the next checkpoint): the
-// changes are not logged, and Flush rewrites the copy from the live
-// records when they changed since the last (or a checkpoint's thread
-// does, from the views Snapshot gives). Either way the copy reaches its
+// Remove, MoveOut and LogRemoved; once the log has grown well past the
+// live records, the next checkpoint's thread rewrites it from them (from
+// the views Snapshot gives). A snapshot (the write buffer, whose records
+// mostly leave it before the next checkpoint): the changes are not
+// logged, and each checkpoint's thread rewrites the copy from the live
+// records when they changed since the last (or Flush does, on the
+// writer). Either way the copy reaches its
 // file only at a checkpoint, through its journal (the writes wait in the
 // deferred device, or the checkpoint's thread makes the blocks): both
 // give the file the same records.
@@ -29,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -105,9 +107,10 @@ class LoggedStash {
   // copy until LogRemoved, or go back with Restore. The records not put
   // back are given to Retire.
   Stash::Taken Take(uint64_t b) { return stash_.Take(b); }
-  // Frees taken records (or, while a snapshot is being made, keeps them
-  // until it is done).
-  void Retire(Stash::Taken taken);
+  // Taken records about to be freed by their owner: while a snapshot is
+  // being made, moved here and kept until it is done (those moved out
+  // already, by Restore, are empty and left alone).
+  void Retire(std::span<Stash::Entry> taken);
   // Puts a record that is in the copy back in memory, in bucket b.
   void Restore(uint64_t b, uint64_t h, Record record) {
     stash_.Add(b, h, std::move(record));
@@ -115,9 +118,10 @@ class LoggedStash {
   // Notes in the copy that a taken record of `key` left it.
   absl::Status LogRemoved(std::string_view key) { return LogRemove(key); }
 
-  // Logged: rewrites the copy from the live records when it has grown
-  // well past them (at most twice their blocks, plus a few).
-  absl::Status MaybeCompact();
+  // Logged: once the copy has grown well past the live records (more than
+  // twice their blocks, plus a few), the next checkpoint makes it again
+  // from them (snapshot_due()).
+  void MaybeCompact();
   // Rewrites the copy from the live records.
   absl::Status Compact();
   // Before a checkpoint: logged, writes the copy's tail block if it holds
@@ -127,18 +131,21 @@ class LoggedStash {
 
   // A snapshot made off the writer's path, in two halves: Snapshot takes
   // the copy to its next generation, sized for the live records (its
-  // blocks' bytes are not written), and returns views of them, which
-  // StashLog::Encode makes into those blocks, on any thread, until
-  // SnapshotDone. Meanwhile the records' bytes stay where they are,
-  // unchanged: a record removed or drained is kept aside, and a new value
-  // takes new bytes. A snapshot only; REQUIRES: changed().
+  // blocks' bytes are not written; a logged copy's next entries go after
+  // them), and returns views of them, which StashLog::Encode makes into
+  // those blocks, on any thread, until SnapshotDone. Meanwhile the
+  // records' bytes stay where they are, unchanged: a record removed or
+  // drained is kept aside, and a new value takes new bytes.
+  // REQUIRES: snapshot_due().
   absl::StatusOr<StashLog::Live> Snapshot();
   // The views of the last Snapshot may go: the records kept aside are
   // freed. Without `made` (the checkpoint was dropped before its blocks
   // were made), the next checkpoint makes the copy again.
   void SnapshotDone(bool made);
-  // Whether records changed since the copy was last written (a snapshot).
-  bool changed() const { return changed_; }
+  // Whether the next checkpoint makes the copy from the records: a
+  // snapshot's changed since the copy was last written, a logged copy
+  // grown well past them.
+  bool snapshot_due() const { return due_; }
   // Whether a Snapshot's views are out (until SnapshotDone).
   bool snapshotting() const { return snapshotting_; }
 
@@ -166,7 +173,7 @@ class LoggedStash {
   StashLog copy_;
   Stash stash_;
   const Copy kind_;
-  bool changed_ = false;  // a snapshot: records changed since the copy
+  bool due_ = false;  // snapshot_due()
   bool snapshotting_ = false;
   // Records removed while a snapshot's views are out (SnapshotDone frees
   // them).

@@ -179,9 +179,11 @@ class ROUNDTABLE_HIDDEN Table::Impl {
   absl::Status AfterBackups(absl::FunctionRef<absl::Status()> locked)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CloseLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The write buffer's copy for the next checkpoint, when its records
-  // changed since the last: made from them by the checkpoint's thread.
-  absl::StatusOr<std::optional<internal::MadeBlocks>> BufferSnapshot()
+  // The copies the next checkpoint makes again, on its thread, from the
+  // records (LoggedStash::snapshot_due): the write buffer's when its
+  // records changed since the last, the stash's once its log has grown
+  // well past them.
+  absl::StatusOr<std::vector<internal::MadeBlocks>> Snapshots()
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A checkpoint of everything held: the Checkpointer's phases, with the
   // writers moved to the other log file while its writes run. Complete at

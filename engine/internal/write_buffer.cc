@@ -159,7 +159,7 @@ absl::Status WriteBuffer::DrainBucket(uint64_t b) {
     if (!s.ok()) break;
     KillPoint("buffer: put drained");
   }
-  buffer_.Retire(std::move(taken));
+  buffer_.Retire(taken);
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/internal/stash_log.h"
 #include "tests/engine/internal/engine_parts.h"
 #include "gtest/gtest.h"
 
@@ -158,6 +159,77 @@ TEST(BucketTableTest, AGrowReportsTheBucketsItRebuilt) {
   }
   EXPECT_EQ(parts.table->logical().grows, 1u);
   EXPECT_EQ(parts.table->num_buckets(), 5u);
+}
+
+// The stash copy made again at a checkpoint (LoggedStash::Snapshot of a
+// logged copy): once its log has grown well past the stash, the copy is
+// due; the snapshot's views stay as they were while puts, deletes, grows
+// and shrinks go on (records leave the stash for blocks, for good, or
+// take new values); encoded into the copy's first blocks, with the
+// entries logged since after them, the copy loads as the stash is then.
+TEST(BucketTableTest, AStashSnapshotStaysAsItWasAndTheLogGoesOnAfterIt) {
+  std::mt19937_64 rng(4);
+  EngineParts parts(512, 2, 0);
+  LoggedStash& stash = parts.table->stash();
+  auto write = [&](int step) {
+    const bool put = rng() % 10 < (step % 4000 < 2500 ? 8u : 3u);
+    const std::string key = absl::StrCat("key", rng() % 900);
+    const uint64_t h = parts.table->Hash(key);
+    if (put) {
+      ASSERT_TRUE(parts.table->Put(key, Value(rng), h).ok());
+    } else {
+      ASSERT_TRUE(parts.table->Delete(key, h).ok());
+    }
+    ASSERT_TRUE(parts.table->MaybeShrink().ok());
+    parts.store->RefreshFilters();
+    if (step % 100 == 99) parts.CheckpointBlocks();
+  };
+  auto current = [&] {
+    std::map<std::string, std::string> records;
+    stash.ForEachList([&](uint64_t, const Stash::List& list) {
+      for (const Stash::Entry& e : list) {
+        records[std::string(e.record.key())] = std::string(e.record.value());
+      }
+    });
+    return records;
+  };
+  int snapshots = 0;
+  for (int step = 0; step < 40000 && snapshots < 6; ++step) {
+    write(step);
+    if (!stash.snapshot_due()) continue;
+    SCOPED_TRACE(absl::StrCat("step ", step));
+    const uint64_t log_blocks = stash.blocks();
+    auto live = stash.Snapshot();
+    ASSERT_TRUE(live.ok()) << live.status();
+    EXPECT_FALSE(stash.snapshot_due());
+    EXPECT_LT(stash.blocks(), log_blocks);
+    const std::map<std::string, std::string> expected(live->begin(),
+                                                      live->end());
+    ASSERT_EQ(expected, current());
+    const uint64_t epoch = stash.epoch();
+    const uint64_t made = stash.blocks();
+    const uint64_t grows = parts.table->logical().grows;
+    const uint64_t shrinks = parts.table->logical().shrinks;
+    for (int i = 0; i < 300; ++i) write(++step);
+    EXPECT_GT(parts.table->logical().grows + parts.table->logical().shrinks,
+              grows + shrinks);
+    const std::map<std::string, std::string> viewed(live->begin(),
+                                                    live->end());
+    ASSERT_EQ(viewed, expected);
+    io::AlignedBuffer bytes(made * 512);
+    StashLog::Encode(*live, epoch, bytes.span(), 512);
+    if (made > 0) ASSERT_TRUE(stash.device().Write(0, bytes.span()).ok());
+    ASSERT_TRUE(stash.Flush().ok());
+    auto loaded = StashLog::Load(stash.device(), stash.epoch(), stash.blocks());
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    const std::map<std::string, std::string> in_copy(loaded->begin(),
+                                                     loaded->end());
+    EXPECT_EQ(in_copy, current());
+    stash.SnapshotDone(/*made=*/true);
+    ++snapshots;
+  }
+  EXPECT_GE(snapshots, 3);
+  EXPECT_TRUE(parts.error.ok());
 }
 
 }  // namespace

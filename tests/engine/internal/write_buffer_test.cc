@@ -203,11 +203,11 @@ TEST(WriteBufferTest, ASnapshotsViewsStayAsTheyWereWhileTheWritesGoOn) {
   };
   for (int round = 0; round < 20; ++round) {
     write(200);
-    ASSERT_TRUE(copy.changed());
+    ASSERT_TRUE(copy.snapshot_due());
     auto live = copy.Snapshot();
     ASSERT_TRUE(live.ok()) << live.status();
     EXPECT_TRUE(copy.snapshotting());
-    EXPECT_FALSE(copy.changed());
+    EXPECT_FALSE(copy.snapshot_due());
     const std::map<std::string, std::string> expected(live->begin(),
                                                       live->end());
     EXPECT_EQ(expected.size(), copy.records());
@@ -221,7 +221,7 @@ TEST(WriteBufferTest, ASnapshotsViewsStayAsTheyWereWhileTheWritesGoOn) {
         ASSERT_TRUE(parts.buffer->DrainNext().ok());
       }
     }
-    EXPECT_TRUE(copy.changed());
+    EXPECT_TRUE(copy.snapshot_due());
     if (round == 0) EXPECT_GT(parts.table->num_buckets(), buckets);
     const std::map<std::string, std::string> viewed(live->begin(),
                                                     live->end());
@@ -238,14 +238,14 @@ TEST(WriteBufferTest, ASnapshotsViewsStayAsTheyWereWhileTheWritesGoOn) {
     EXPECT_EQ(in_copy, expected);
     copy.SnapshotDone(/*made=*/true);
     EXPECT_FALSE(copy.snapshotting());
-    EXPECT_TRUE(copy.changed());
+    EXPECT_TRUE(copy.snapshot_due());
   }
   // A snapshot dropped before its blocks were made leaves the copy to be
   // made again, though nothing changed since.
   ASSERT_TRUE(copy.Snapshot().ok());
-  EXPECT_FALSE(copy.changed());
+  EXPECT_FALSE(copy.snapshot_due());
   copy.SnapshotDone(/*made=*/false);
-  EXPECT_TRUE(copy.changed());
+  EXPECT_TRUE(copy.snapshot_due());
   EXPECT_TRUE(parts.error.ok());
 }
 
