@@ -487,20 +487,19 @@ absl::Status Table::Impl::CheckpointLocked(bool complete) {
 absl::StatusOr<std::vector<internal::MadeBlocks>> Table::Impl::Snapshots() {
   std::vector<internal::MadeBlocks> made;
   const uint32_t bs = layout_.block_size;
-  for (const auto& [records, id] :
-       {std::pair{&table_.stash(), internal::kStashFileId},
-        std::pair{&buffer_.records(), internal::kBufferFileId}}) {
+  for (internal::LoggedStash* records : {&table_.stash(), &buffer_.records()}) {
     if (!records->snapshot_due()) continue;
     // Views of the records, which stay as they are until the checkpoint's
     // thread has encoded them: a copy made again costs the writer a pass
     // over the records' lists, not a copy of every record.
-    RT_ASSIGN_OR_RETURN(internal::StashLog::Live live, records->Snapshot());
-    auto views = std::make_shared<internal::StashLog::Live>(std::move(live));
-    const uint64_t epoch = records->epoch();
+    RT_ASSIGN_OR_RETURN(internal::LoggedStash::Views views,
+                        records->Snapshot());
+    auto shared =
+        std::make_shared<internal::LoggedStash::Views>(std::move(views));
     made.push_back(
-        {id, records->blocks(),
-         [views, epoch, bs](std::span<std::byte> out) {
-           internal::StashLog::Encode(*views, epoch, out, bs);
+        {[shared, bs] {
+           internal::StashLog::Encode(shared->records, shared->epoch,
+                                      shared->blocks, bs);
          },
          [records](bool done) { records->SnapshotDone(done); }});
   }

@@ -75,11 +75,9 @@ struct Checkpointer::Writes {
   std::thread thread;
   absl::Status status;  // written by the thread before `done`
   std::atomic<bool> done{false};
-  // The blocks the thread makes first (MadeBlocks), each file's into its
-  // made_bytes, and whether it has (then it reads nothing of `made` any
-  // more).
+  // The held blocks the thread makes first (MadeBlocks), and whether it
+  // has (then it reads nothing of `made` any more).
   std::vector<MadeBlocks> made;
-  std::vector<io::AlignedBuffer> made_bytes;
   std::atomic<bool> made_ready{false};
 
   // On a thread of their own, or here when no thread can be had.
@@ -96,9 +94,7 @@ struct Checkpointer::Writes {
     done.notify_all();
   }
   absl::Status WriteAll() {
-    for (size_t i = 0; i < made.size(); ++i) {
-      made[i].make(made_bytes[i].span());
-    }
+    for (const MadeBlocks& m : made) m.make();
     made_ready.store(true, std::memory_order_release);
     unsealed->SealFrozen();
     // Places no durable checkpoint refers to: a block torn here is in no
@@ -212,12 +208,6 @@ absl::Status Checkpointer::Stage(const Superblock& next,
   job->sync_first = sync_first_;
   std::vector<JournalEntry>& entries = job->entries;
   for (const CheckpointLayer& layer : layers_) {
-    // The made blocks are the file's whole content.
-    if (std::any_of(made.begin(), made.end(), [&](const MadeBlocks& m) {
-          return m.id == layer.id;
-        })) {
-      continue;
-    }
     for (const auto& [block, bytes] : layer.seen->held()) {
       // Superblock images held from a replayed journal are superseded.
       if (layer.id == kBlocksFileId && block < kHeaderBlocks) continue;
@@ -226,15 +216,6 @@ absl::Status Checkpointer::Stage(const Superblock& next,
       } else {
         entries.push_back({layer.id, block, bytes.span()});
       }
-    }
-  }
-  for (const MadeBlocks& m : made) {
-    const uint32_t bs = layers_[m.id].file->block_size();
-    // Not zeroed here: the thread's make writes every byte.
-    const io::AlignedBuffer& bytes = job->made_bytes.emplace_back(
-        m.blocks * bs, bs, /*zeroed=*/false);
-    for (uint64_t b = 0; b < m.blocks; ++b) {
-      entries.push_back({m.id, b, bytes.span().subspan(b * bs, bs)});
     }
   }
   job->made = std::move(made);

@@ -59,19 +59,16 @@ struct CheckpointLayer {
   const BlockMap* places = nullptr;
 };
 
-// A file's blocks that the checkpoint's thread makes itself, before it
-// writes the journal (the write buffer's snapshot, the stash copy made
-// again): blocks [0, blocks) of
-// file `id`, its whole content, made by `make` into the bytes given
-// (blocks * block size). `done` runs on the writers' side once the thread
-// no longer reads what `make` reads: with true once the blocks are made
-// (at the first Due or FinishWrites after that), with false when the
-// checkpoint was dropped before its thread made them. (A checkpoint whose
+// Held blocks whose bytes the checkpoint's thread makes itself, once they
+// are frozen and before it stores them (the write buffer's snapshot, the
+// stash copy made again): `make` fills them. `done` runs on the writers'
+// side once the thread no longer reads what `make` reads: with true once
+// the blocks are made (at the first Due or FinishWrites after that), with
+// false when the checkpoint was dropped before its thread made them (then
+// the owner makes them again for the next one). (A checkpoint whose
 // writes fail leaves the table failed: no later one is written.)
 struct MadeBlocks {
-  uint32_t id;
-  uint64_t blocks;
-  std::function<void(std::span<std::byte>)> make;
+  std::function<void()> make;
   std::function<void(bool made)> done;
 };
 
@@ -109,9 +106,8 @@ class Checkpointer {
   absl::StatusOr<bool> Due(uint64_t log_bytes);
 
   // The phases (see above). Stage lists the images of checkpoint `next`
-  // (its sequence one past the last's), and the blocks each of `made`
-  // gives (one a file), which replace any held ones of its file.
-  // REQUIRES: no writes running.
+  // (its sequence one past the last's), some of which the thread makes
+  // first (`made`). REQUIRES: no writes running.
   absl::Status Stage(const Superblock& next,
                      std::vector<MadeBlocks> made = {});
   // `spare_log` is the log file the writers do not append to after this

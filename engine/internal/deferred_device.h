@@ -13,7 +13,9 @@
 // Freeze and ReleaseFrozen need exclusive access (the table's writer
 // lock). Between Freeze and ReleaseFrozen another thread may seal the
 // frozen blocks (SealFrozen) and write them to the inner device; their
-// bytes change only by the seal.
+// bytes change only by the seal, or by their owner's thread where the owner
+// holds blocks for that thread to fill and reads none of them meanwhile
+// (the stash and write buffer copies made by a checkpoint's thread).
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_DEFERRED_DEVICE_H_
 #define ROUNDTABLE_ENGINE_INTERNAL_DEFERRED_DEVICE_H_
 

@@ -102,13 +102,20 @@ void LoggedStash::MaybeCompact() {
   due_ = copy_.WantsRewrite(stash_.bytes() + stash_.records());
 }
 
-absl::StatusOr<StashLog::Live> LoggedStash::Snapshot() {
-  StashLog::Live live = LiveRecords();
-  RT_RETURN_IF_ERROR(copy_.Restart(live));
+absl::StatusOr<LoggedStash::Views> LoggedStash::Snapshot() {
+  Views views{LiveRecords(), 0, {}};
+  RT_RETURN_IF_ERROR(copy_.Restart(views.records));
+  views.epoch = copy_.epoch();
+  // In the device's own slots, which the last checkpoint's blocks of this
+  // file left free: no new memory for each checkpoint's copy.
+  views.blocks.reserve(copy_.blocks());
+  for (uint64_t b = 0; b < copy_.blocks(); ++b) {
+    views.blocks.push_back(device_->Hold(b).data());
+  }
   due_ = false;
   snapshotting_ = true;
   KillPoint(rewritten_point_);
-  return live;
+  return views;
 }
 
 void LoggedStash::SnapshotDone(bool made) {

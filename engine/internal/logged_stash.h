@@ -130,14 +130,20 @@ class LoggedStash {
   absl::Status Flush();
 
   // A snapshot made off the writer's path, in two halves: Snapshot takes
-  // the copy to its next generation, sized for the live records (its
-  // blocks' bytes are not written; a logged copy's next entries go after
-  // them), and returns views of them, which StashLog::Encode makes into
-  // those blocks, on any thread, until SnapshotDone. Meanwhile the
-  // records' bytes stay where they are, unchanged: a record removed or
-  // drained is kept aside, and a new value takes new bytes.
-  // REQUIRES: snapshot_due().
-  absl::StatusOr<StashLog::Live> Snapshot();
+  // the copy to its next generation, sized for the live records, holds
+  // its blocks in the deferred device (their bytes unspecified; a logged
+  // copy's next entries go after them), and returns views of the records
+  // with the held blocks' bytes, which StashLog::Encode fills, on any
+  // thread, until SnapshotDone: a checkpoint's thread, once they are
+  // frozen, before it stores them. Meanwhile the records' bytes stay where
+  // they are, unchanged: a record removed or drained is kept aside, and a
+  // new value takes new bytes. REQUIRES: snapshot_due().
+  struct Views {
+    StashLog::Live records;
+    uint64_t epoch;
+    std::vector<std::byte*> blocks;  // block b's bytes
+  };
+  absl::StatusOr<Views> Snapshot();
   // The views of the last Snapshot may go: the records kept aside are
   // freed. Without `made` (the checkpoint was dropped before its blocks
   // were made), the next checkpoint makes the copy again.

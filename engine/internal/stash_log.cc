@@ -303,10 +303,10 @@ uint64_t StashLog::BlocksFor(const Live& live, uint32_t block_size) {
 }
 
 void StashLog::Encode(const Live& live, uint64_t epoch,
-                      std::span<std::byte> out, uint32_t block_size) {
+                      std::span<std::byte* const> blocks,
+                      uint32_t block_size) {
   EncodeBlocks(
-      live, epoch, block_size,
-      [&](uint64_t b) { return out.data() + b * block_size; },
+      live, epoch, block_size, [&](uint64_t b) { return blocks[b]; },
       [](uint64_t) {});
 }
 

@@ -72,10 +72,11 @@ class StashLog {
   absl::Status Restart(const Live& live);
   // The blocks a log of `live` takes, in blocks of `block_size` bytes.
   static uint64_t BlocksFor(const Live& live, uint32_t block_size);
-  // Encodes `live` as the blocks of a log of generation `epoch` into
-  // `out` (BlocksFor(live) blocks): the bytes Rewrite writes.
+  // Encodes `live` as the blocks of a log of generation `epoch`, block b
+  // into blocks[b] (BlocksFor(live) blocks of `block_size` bytes each):
+  // the bytes Rewrite writes.
   static void Encode(const Live& live, uint64_t epoch,
-                     std::span<std::byte> out, uint32_t block_size);
+                     std::span<std::byte* const> blocks, uint32_t block_size);
 
   // True when the log holds more than twice the blocks `live_bytes` of
   // entries need, plus a few: time to Rewrite.

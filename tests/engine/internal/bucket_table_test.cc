@@ -203,22 +203,24 @@ TEST(BucketTableTest, AStashSnapshotStaysAsItWasAndTheLogGoesOnAfterIt) {
     ASSERT_TRUE(live.ok()) << live.status();
     EXPECT_FALSE(stash.snapshot_due());
     EXPECT_LT(stash.blocks(), log_blocks);
-    const std::map<std::string, std::string> expected(live->begin(),
-                                                      live->end());
+    const std::map<std::string, std::string> expected(
+        live->records.begin(), live->records.end());
     ASSERT_EQ(expected, current());
-    const uint64_t epoch = stash.epoch();
-    const uint64_t made = stash.blocks();
+    EXPECT_EQ(live->epoch, stash.epoch());
+    // The copy's new blocks, held for the encoding.
+    ASSERT_EQ(live->blocks.size(), stash.blocks());
+    for (uint64_t b = 0; b < stash.blocks(); ++b) {
+      EXPECT_EQ(live->blocks[b], stash.device().Held(b)) << b;
+    }
     const uint64_t grows = parts.table->logical().grows;
     const uint64_t shrinks = parts.table->logical().shrinks;
     for (int i = 0; i < 300; ++i) write(++step);
     EXPECT_GT(parts.table->logical().grows + parts.table->logical().shrinks,
               grows + shrinks);
-    const std::map<std::string, std::string> viewed(live->begin(),
-                                                    live->end());
+    const std::map<std::string, std::string> viewed(live->records.begin(),
+                                                    live->records.end());
     ASSERT_EQ(viewed, expected);
-    io::AlignedBuffer bytes(made * 512);
-    StashLog::Encode(*live, epoch, bytes.span(), 512);
-    if (made > 0) ASSERT_TRUE(stash.device().Write(0, bytes.span()).ok());
+    StashLog::Encode(live->records, live->epoch, live->blocks, 512);
     ASSERT_TRUE(stash.Flush().ok());
     auto loaded = StashLog::Load(stash.device(), stash.epoch(), stash.blocks());
     ASSERT_TRUE(loaded.ok()) << loaded.status();

@@ -114,9 +114,13 @@ TEST(StashLogTest, EncodeMakesTheBlocksRewriteWrites) {
       ASSERT_EQ(StashLog::BlocksFor(live, block_size), log.blocks());
       EXPECT_EQ(made->num_blocks(), log.blocks());
       io::AlignedBuffer bytes(restarted.blocks() * block_size);
-      // Encode writes every byte, whatever the buffer held.
+      // Encode writes every byte, whatever the blocks held.
       std::memset(bytes.data(), 0xab, bytes.size());
-      StashLog::Encode(live, restarted.epoch(), bytes.span(), block_size);
+      std::vector<std::byte*> blocks;
+      for (uint64_t b = 0; b < restarted.blocks(); ++b) {
+        blocks.push_back(bytes.data() + b * block_size);
+      }
+      StashLog::Encode(live, restarted.epoch(), blocks, block_size);
       io::AlignedBuffer block(block_size);
       for (uint64_t b = 0; b < log.blocks(); ++b) {
         ASSERT_TRUE(rewritten->Read(b, block.span()).ok());
