@@ -311,7 +311,7 @@ absl::Status Table::Impl::WriteLocked(std::span<const Op> ops,
 }
 
 absl::Status Table::Impl::Apply(std::span<const Op> ops) {
-  buffer_.Begin();
+  buffer_.Begin(ops.size());
   for (const Op& op : ops) {
     if (op.put && internal::IsReference(op.value)) {
       RT_RETURN_IF_ERROR(error_.Note(values_.Claim(op.value)));

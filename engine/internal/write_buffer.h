@@ -15,6 +15,8 @@
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_WRITE_BUFFER_H_
 #define ROUNDTABLE_ENGINE_INTERNAL_WRITE_BUFFER_H_
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -46,8 +48,11 @@ class WriteBuffer final : public DistributeObserver {
               FirstError* error);
 
   // A write: Begin, then each Put and Delete, then Settle.
-  // Begin starts a write's budget of distribute drains.
-  void Begin() { rebuilt_drains_left_ = kRebuiltDrainsPerWrite; }
+  // Begin starts the budget of distribute drains of a write of `ops`
+  // operations.
+  void Begin(size_t ops) {
+    rebuilt_drains_left_ = kRebuiltDrainsPerOp * std::max<size_t>(ops, 1);
+  }
   // A put waits in the buffer, reading nothing, unless it edits its block
   // in place (EditsInPlace) or its key is in the stash; a key already
   // buffered takes the new value here. A bucket whose buffered puts would
@@ -93,6 +98,13 @@ class WriteBuffer final : public DistributeObserver {
                     std::span<const uint64_t> sources,
                     std::span<const uint64_t> rebuilt) override;
 
+  // A grow rebuilds a few buckets, and a growing table grows about once
+  // every 30 puts, so each write drains on average well under one rebuilt
+  // bucket: four an operation keep up with the grows, and spread a chain
+  // of drains and grows over the writes after it rather than have one
+  // write wait for tens of them.
+  static constexpr size_t kRebuiltDrainsPerOp = 4;
+
  private:
   // Whether a put edits bucket b's block rather than wait here: when the
   // block is held (it is written anyway), or cached while the whole table
@@ -107,9 +119,9 @@ class WriteBuffer final : public DistributeObserver {
   // Drains the buckets a distribute rebuilt, the latest first: their blocks
   // are in memory, so the puts cost no read, and no write besides the one
   // the distribute made. A drain may grow the table, which rebuilds more;
-  // past kRebuiltDrainsPerWrite in one write, the rest wait for the next
-  // writes (in a growing table with a full buffer the chain would
-  // otherwise drain most of the buffer inside one write).
+  // past kRebuiltDrainsPerOp for each operation of the write, the rest
+  // wait for the next writes (in a growing table with a full buffer the
+  // chain would otherwise drain most of the buffer inside one write).
   absl::Status DrainRebuilt();
   // Applies every buffered put of bucket b to its block.
   absl::Status DrainBucket(uint64_t b);
@@ -120,8 +132,6 @@ class WriteBuffer final : public DistributeObserver {
   // sweep, in one batch (BucketStore::Preload).
   absl::Status PreloadDrains(uint64_t first);
 
-  // The buckets of about four grows at s0 = 8.
-  static constexpr int kRebuiltDrainsPerWrite = 64;
   // The drains whose blocks one batch reads.
   static constexpr uint64_t kPreloadedDrains = 32;
 
@@ -137,7 +147,7 @@ class WriteBuffer final : public DistributeObserver {
   // Buckets with buffered puts that a distribute rebuilt (DrainRebuilt).
   std::vector<uint64_t> rebuilt_;
   // What DrainRebuilt may still drain in the current write.
-  int rebuilt_drains_left_ = 0;
+  size_t rebuilt_drains_left_ = 0;
   uint64_t drains_ = 0;
   uint64_t distribute_drains_ = 0;
 };

@@ -31,7 +31,7 @@ void ExpectBuffersByBucket(EngineParts& parts) {
 TEST(WriteBufferTest, APutWaitsReadingNothingUntilItsBucketIsDrained) {
   EngineParts parts(kBlock, 8, 0, /*buffer_bytes=*/1 << 20);
   const io::IoStats before = parts.blocks->stats();
-  parts.buffer->Begin();
+  parts.buffer->Begin(1);
   ASSERT_TRUE(parts.buffer->Put("a", "1").ok());
   ASSERT_TRUE(parts.buffer->Put("a", "2").ok());  // replaced where it waits
   ASSERT_TRUE(parts.buffer->Put("b", "3").ok());
@@ -49,7 +49,7 @@ TEST(WriteBufferTest, APutWaitsReadingNothingUntilItsBucketIsDrained) {
 
 TEST(WriteBufferTest, ADeleteDropsTheBufferedPutAndTheStoredRecord) {
   EngineParts parts(kBlock, 8, 0, 1 << 20);
-  parts.buffer->Begin();
+  parts.buffer->Begin(1);
   ASSERT_TRUE(parts.buffer->Put("k", "stored").ok());
   while (!parts.buffer->empty()) ASSERT_TRUE(parts.buffer->DrainNext().ok());
   ASSERT_TRUE(parts.buffer->Put("k", "buffered").ok());
@@ -63,7 +63,7 @@ TEST(WriteBufferTest, ADeleteDropsTheBufferedPutAndTheStoredRecord) {
 
 TEST(WriteBufferTest, WithNoBufferEveryPutGoesToItsBlock) {
   EngineParts parts(kBlock, 8, 0, /*buffer_bytes=*/0);
-  parts.buffer->Begin();
+  parts.buffer->Begin(1);
   for (int i = 0; i < 20; ++i) {
     ASSERT_TRUE(parts.buffer->Put(absl::StrCat("k", i), "v").ok());
   }
@@ -77,7 +77,7 @@ TEST(WriteBufferTest, APutWhoseBlockIsHeldEditsItInPlace) {
   const std::string key = "k";
   const uint64_t b = parts.table->BucketOf(parts.table->Hash(key));
   ASSERT_TRUE(parts.store->Edit(b).ok());
-  parts.buffer->Begin();
+  parts.buffer->Begin(1);
   ASSERT_TRUE(parts.buffer->Put(key, "v").ok());
   parts.EndWrite();
   EXPECT_TRUE(parts.buffer->empty());
@@ -95,9 +95,11 @@ TEST(WriteBufferTest, StaysWithinItsMemoryAndMatchesAMapThroughDistributes) {
                       /*held_limit=*/seed == 11 ? 0 : 1 << 20);
     std::map<std::string, std::string> model;
     for (int step = 0; step < 8000; ++step) {
-      parts.buffer->Begin();
       // A write of one to three ops: mostly puts, then mostly deletes.
-      for (uint64_t n = 1 + rng() % 3; n > 0; --n) {
+      const uint64_t ops = 1 + rng() % 3;
+      const uint64_t drained = parts.buffer->distribute_drains();
+      parts.buffer->Begin(ops);
+      for (uint64_t n = ops; n > 0; --n) {
         const std::string key = absl::StrCat("key", rng() % 600);
         if (rng() % 10 < (step < 4000 ? 8u : 2u)) {
           const std::string value(1 + rng() % 60, 'a' + rng() % 26);
@@ -110,6 +112,9 @@ TEST(WriteBufferTest, StaysWithinItsMemoryAndMatchesAMapThroughDistributes) {
       }
       parts.EndWrite();
       ASSERT_LE(parts.buffer->memory_bytes(), limit);
+      // The chains of drains and grows are spread over the writes.
+      ASSERT_LE(parts.buffer->distribute_drains() - drained,
+                WriteBuffer::kRebuiltDrainsPerOp * ops);
       if (step % 50 == 49) parts.CheckpointBlocks();
       if (step % 400 == 0) {
         ExpectBuffersByBucket(parts);
@@ -128,6 +133,33 @@ TEST(WriteBufferTest, StaysWithinItsMemoryAndMatchesAMapThroughDistributes) {
   }
 }
 
+// A growing table with a full buffer: each drain of a rebuilt bucket may
+// grow the table, which rebuilds more. The chain is spread over the
+// writes after it (at most kRebuiltDrainsPerOp drains of rebuilt buckets
+// an operation), and the buffered puts still all land where they belong.
+TEST(WriteBufferTest, ChainsOfDrainsAndGrowsAreSpreadOverTheWrites) {
+  EngineParts parts(kBlock, 2, 16 * kBlock, /*buffer_bytes=*/16384);
+  std::map<std::string, std::string> model;
+  uint64_t longest = 0;
+  for (int i = 0; i < 6000; ++i) {
+    const uint64_t drained = parts.buffer->distribute_drains();
+    parts.buffer->Begin(1);
+    const std::string key = absl::StrCat("key", i);
+    const std::string value(8 + i % 24, 'a' + i % 26);
+    ASSERT_TRUE(parts.buffer->Put(key, value).ok());
+    model[key] = value;
+    parts.EndWrite();
+    longest = std::max(longest, parts.buffer->distribute_drains() - drained);
+    if (i % 100 == 99) parts.CheckpointBlocks();
+  }
+  EXPECT_LE(longest, WriteBuffer::kRebuiltDrainsPerOp);
+  EXPECT_GT(parts.buffer->distribute_drains(), 500u);
+  for (const auto& [k, v] : model) ASSERT_EQ(parts.Lookup(k), v) << k;
+  EXPECT_EQ(parts.table->record_count() + parts.buffer->records().records(),
+            model.size());
+  EXPECT_TRUE(parts.error.ok());
+}
+
 // The buffer's copy is a snapshot: no change writes it; a checkpoint's
 // Flush writes the buffered puts as they are then (and nothing when none
 // changed since the last), which is what the next open loads.
@@ -139,7 +171,7 @@ TEST(WriteBufferTest, ItsCopyIsTheBufferedPutsAsOfTheLastFlush) {
   for (int round = 0; round < 40; ++round) {
     const uint64_t writes = copy.block_writes();
     for (int i = 0; i < 30; ++i) {
-      parts.buffer->Begin();
+      parts.buffer->Begin(1);
       const std::string key = absl::StrCat("key", rng() % 200);
       if (rng() % 4 != 0) {
         ASSERT_TRUE(
@@ -187,7 +219,7 @@ TEST(WriteBufferTest, ASnapshotsViewsStayAsTheyWereWhileTheWritesGoOn) {
   LoggedStash& copy = parts.buffer->records();
   auto write = [&](int n) {
     for (int i = 0; i < n; ++i) {
-      parts.buffer->Begin();
+      parts.buffer->Begin(1);
       const std::string key = absl::StrCat("key", rng() % 300);
       if (rng() % 5 != 0) {
         // Values of 8 bytes half the time, so that a buffered put often
