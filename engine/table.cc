@@ -492,14 +492,12 @@ absl::StatusOr<std::vector<internal::MadeBlocks>> Table::Impl::Snapshots() {
     // Views of the records, which stay as they are until the checkpoint's
     // thread has encoded them: a copy made again costs the writer a pass
     // over the records' lists, not a copy of every record.
-    RT_ASSIGN_OR_RETURN(internal::LoggedStash::Views views,
+    RT_ASSIGN_OR_RETURN(const internal::LoggedStash::Views* views,
                         records->Snapshot());
-    auto shared =
-        std::make_shared<internal::LoggedStash::Views>(std::move(views));
     made.push_back(
-        {[shared, bs] {
-           internal::StashLog::Encode(shared->records, shared->epoch,
-                                      shared->blocks, bs);
+        {[views, bs] {
+           internal::StashLog::Encode(views->records, views->epoch,
+                                      views->blocks, bs);
          },
          [records](bool done) { records->SnapshotDone(done); }});
   }

@@ -102,42 +102,47 @@ void LoggedStash::MaybeCompact() {
   due_ = copy_.WantsRewrite(stash_.bytes() + stash_.records());
 }
 
-absl::StatusOr<LoggedStash::Views> LoggedStash::Snapshot() {
-  Views views{LiveRecords(), 0, {}};
-  RT_RETURN_IF_ERROR(copy_.Restart(views.records));
-  views.epoch = copy_.epoch();
+absl::StatusOr<const LoggedStash::Views*> LoggedStash::Snapshot() {
+  LiveRecords(views_.records);
+  RT_RETURN_IF_ERROR(copy_.Restart(views_.records));
+  views_.epoch = copy_.epoch();
   // In the device's own slots, which the last checkpoint's blocks of this
   // file left free: no new memory for each checkpoint's copy.
-  views.blocks.reserve(copy_.blocks());
+  views_.blocks.clear();
+  views_.blocks.reserve(copy_.blocks());
   for (uint64_t b = 0; b < copy_.blocks(); ++b) {
-    views.blocks.push_back(device_->Hold(b).data());
+    views_.blocks.push_back(device_->Hold(b).data());
   }
   due_ = false;
   snapshotting_ = true;
   KillPoint(rewritten_point_);
-  return views;
+  return &views_;
 }
 
 void LoggedStash::SnapshotDone(bool made) {
   if (!made) due_ = true;
   snapshotting_ = false;
+  // Emptied, their memory kept for the next snapshot.
+  views_.records.clear();
+  views_.blocks.clear();
   retired_.clear();
   retired_.shrink_to_fit();
 }
 
-StashLog::Live LoggedStash::LiveRecords() const {
-  StashLog::Live live;
+void LoggedStash::LiveRecords(StashLog::Live& live) const {
+  live.clear();
   live.reserve(stash_.records());
   stash_.ForEachList([&](uint64_t, const Stash::List& list) {
     for (const Stash::Entry& e : list) {
       live.emplace_back(e.record.key(), e.record.value());
     }
   });
-  return live;
 }
 
 absl::Status LoggedStash::Compact() {
-  RT_RETURN_IF_ERROR(copy_.Rewrite(LiveRecords()));
+  StashLog::Live live;
+  LiveRecords(live);
+  RT_RETURN_IF_ERROR(copy_.Rewrite(live));
   due_ = false;
   KillPoint(rewritten_point_);
   return absl::OkStatus();

@@ -201,26 +201,27 @@ TEST(BucketTableTest, AStashSnapshotStaysAsItWasAndTheLogGoesOnAfterIt) {
     const uint64_t log_blocks = stash.blocks();
     auto live = stash.Snapshot();
     ASSERT_TRUE(live.ok()) << live.status();
+    const LoggedStash::Views& views = **live;
     EXPECT_FALSE(stash.snapshot_due());
     EXPECT_LT(stash.blocks(), log_blocks);
     const std::map<std::string, std::string> expected(
-        live->records.begin(), live->records.end());
+        views.records.begin(), views.records.end());
     ASSERT_EQ(expected, current());
-    EXPECT_EQ(live->epoch, stash.epoch());
+    EXPECT_EQ(views.epoch, stash.epoch());
     // The copy's new blocks, held for the encoding.
-    ASSERT_EQ(live->blocks.size(), stash.blocks());
+    ASSERT_EQ(views.blocks.size(), stash.blocks());
     for (uint64_t b = 0; b < stash.blocks(); ++b) {
-      EXPECT_EQ(live->blocks[b], stash.device().Held(b)) << b;
+      EXPECT_EQ(views.blocks[b], stash.device().Held(b)) << b;
     }
     const uint64_t grows = parts.table->logical().grows;
     const uint64_t shrinks = parts.table->logical().shrinks;
     for (int i = 0; i < 300; ++i) write(++step);
     EXPECT_GT(parts.table->logical().grows + parts.table->logical().shrinks,
               grows + shrinks);
-    const std::map<std::string, std::string> viewed(live->records.begin(),
-                                                    live->records.end());
+    const std::map<std::string, std::string> viewed(views.records.begin(),
+                                                    views.records.end());
     ASSERT_EQ(viewed, expected);
-    StashLog::Encode(live->records, live->epoch, live->blocks, 512);
+    StashLog::Encode(views.records, views.epoch, views.blocks, 512);
     ASSERT_TRUE(stash.Flush().ok());
     auto loaded = StashLog::Load(stash.device(), stash.epoch(), stash.blocks());
     ASSERT_TRUE(loaded.ok()) << loaded.status();

@@ -238,14 +238,15 @@ TEST(WriteBufferTest, ASnapshotsViewsStayAsTheyWereWhileTheWritesGoOn) {
     ASSERT_TRUE(copy.snapshot_due());
     auto live = copy.Snapshot();
     ASSERT_TRUE(live.ok()) << live.status();
+    const LoggedStash::Views& views = **live;
     EXPECT_TRUE(copy.snapshotting());
     EXPECT_FALSE(copy.snapshot_due());
     const std::map<std::string, std::string> expected(
-        live->records.begin(), live->records.end());
+        views.records.begin(), views.records.end());
     EXPECT_EQ(expected.size(), copy.records());
-    ASSERT_EQ(live->blocks.size(), copy.blocks());
+    ASSERT_EQ(views.blocks.size(), copy.blocks());
     for (uint64_t b = 0; b < copy.blocks(); ++b) {
-      EXPECT_EQ(live->blocks[b], copy.device().Held(b)) << b;
+      EXPECT_EQ(views.blocks[b], copy.device().Held(b)) << b;
     }
     // As a checkpoint does: the blocks are no longer held, so that the
     // puts that follow wait in the buffer.
@@ -259,10 +260,10 @@ TEST(WriteBufferTest, ASnapshotsViewsStayAsTheyWereWhileTheWritesGoOn) {
     }
     EXPECT_TRUE(copy.snapshot_due());
     if (round == 0) EXPECT_GT(parts.table->num_buckets(), buckets);
-    const std::map<std::string, std::string> viewed(live->records.begin(),
-                                                    live->records.end());
+    const std::map<std::string, std::string> viewed(views.records.begin(),
+                                                    views.records.end());
     ASSERT_EQ(viewed, expected) << "round " << round;
-    StashLog::Encode(live->records, live->epoch, live->blocks, kBlock);
+    StashLog::Encode(views.records, views.epoch, views.blocks, kBlock);
     auto loaded = StashLog::Load(copy.device(), copy.epoch(), copy.blocks());
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     const std::map<std::string, std::string> in_copy(loaded->begin(),
