@@ -232,9 +232,11 @@ absl::Status Table::Impl::Write(std::span<const Op> ops,
     out_of_line = true;
   }
   uint64_t seq = 0;
+  std::chrono::nanoseconds pace{0};
   if (!out_of_line) {
     MutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(WriteLocked(ops, record, &seq));
+    pace = checkpointer_.TakePace();
   } else {
     std::vector<Op> stored;
     std::vector<std::string> refs;
@@ -245,6 +247,12 @@ absl::Status Table::Impl::Write(std::span<const Op> ops,
     // The applied write's Claim took its extents; the rest are free again.
     for (const internal::Extent& e : reserved) values_.Unreserve(e);
     RT_RETURN_IF_ERROR(s);
+    pace = checkpointer_.TakePace();
+  }
+  // The wait the write owes a checkpoint's disk, outside the lock.
+  if (pace.count() > 0) {
+    const auto until = std::chrono::steady_clock::now() + pace;
+    while (std::chrono::steady_clock::now() < until) std::this_thread::yield();
   }
   return w.sync && !in_memory_ ? SyncThrough(seq) : absl::OkStatus();
 }

@@ -56,10 +56,10 @@ struct Checkpointer::Writes {
   // The device whose frozen blocks the thread seals first.
   DeferredDevice* unsealed = nullptr;
   io::BlockDevice* journal = nullptr;
-  // The bucket blocks at their new places, written before the journal.
-  std::vector<io::WriteRequest> placed;
-  // The images, then the superblock.
-  std::vector<JournalEntry> entries;
+  // The bucket blocks at their new places, written before the journal;
+  // the images, then the superblock, in the journal; each file's images
+  // in place, after it.
+  Lists lists;
   io::AlignedBuffer superblock;
   std::function<absl::Status()> sync_first;  // before the journal
   std::function<void()> journal_durable;     // called once it is
@@ -71,7 +71,6 @@ struct Checkpointer::Writes {
   io::BlockDevice* spare_log = nullptr;
   uint64_t spare_log_blocks = 0;  // its size (zeros) once emptied
   std::array<io::BlockDevice*, kJournaledFiles> files{};
-  std::array<std::vector<io::WriteRequest>, kJournaledFiles> writes;
   std::thread thread;
   absl::Status status;  // written by the thread before `done`
   std::atomic<bool> done{false};
@@ -99,6 +98,7 @@ struct Checkpointer::Writes {
     unsealed->SealFrozen();
     // Places no durable checkpoint refers to: a block torn here is in no
     // checkpoint. Adjacent places go in one write.
+    std::vector<io::WriteRequest>& placed = lists.placed;
     std::sort(placed.begin(), placed.end(),
               [](const io::WriteRequest& a, const io::WriteRequest& b) {
                 return a.block < b.block;
@@ -116,7 +116,7 @@ struct Checkpointer::Writes {
     }
     RT_RETURN_IF_ERROR(sync_first());
     RT_RETURN_IF_ERROR(
-        WriteJournal(*journal, pending.superblock.sequence, entries));
+        WriteJournal(*journal, pending.superblock.sequence, lists.entries));
     KillPoint("checkpoint: journal synced");
     journal_durable();
     RT_RETURN_IF_ERROR(spare_log->Resize(0));
@@ -127,7 +127,7 @@ struct Checkpointer::Writes {
       RT_RETURN_IF_ERROR(spare_log->Resize(spare_log_blocks));
     }
     for (size_t id = 0; id < files.size(); ++id) {
-      RT_RETURN_IF_ERROR(files[id]->WriteBatch(writes[id]));
+      RT_RETURN_IF_ERROR(files[id]->WriteBatch(lists.writes[id]));
       KillPoint("checkpoint: written in place");
       RT_RETURN_IF_ERROR(files[id]->WriteBack());
     }
@@ -189,13 +189,20 @@ absl::StatusOr<bool> Checkpointer::Due(uint64_t log_bytes) {
       writes_->made_ready.load(std::memory_order_acquire)) {
     writes_->Finish(true);
   }
-  const uint64_t held = held_bytes();
-  if (held < held_limit_ && log_bytes < checkpoint_bytes_) return false;
-  if (writes_ != nullptr && held < held_limit_ / 4 * 5 &&
-      log_bytes < checkpoint_bytes_ / 4 * 5) {
-    return false;
-  }
-  return true;
+  // How far the fuller of the two has come, 1 at its limit.
+  const double fill = std::max(
+      static_cast<double>(held_bytes()) /
+          static_cast<double>(std::max<uint64_t>(held_limit_, 1)),
+      static_cast<double>(log_bytes) /
+          static_cast<double>(std::max<uint64_t>(checkpoint_bytes_, 1)));
+  if (fill < 1) return false;
+  constexpr double kStretch = 1.25;
+  if (writes_ == nullptr || fill >= kStretch) return true;
+  // (Calls whose caller takes no pace, a Flush's drains, leave at most
+  // one write's.)
+  pace_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      kMaxPace * ((fill - 1) / (kStretch - 1)));
+  return false;
 }
 
 absl::Status Checkpointer::Stage(const Superblock& next,
@@ -206,13 +213,16 @@ absl::Status Checkpointer::Stage(const Superblock& next,
   job->unsealed = layers_[kBlocksFileId].seen;
   job->journal = journal_;
   job->sync_first = sync_first_;
-  std::vector<JournalEntry>& entries = job->entries;
+  job->lists = std::move(spare_);
+  job->lists.Clear();
+  std::vector<JournalEntry>& entries = job->lists.entries;
   for (const CheckpointLayer& layer : layers_) {
     for (const auto& [block, bytes] : layer.seen->held()) {
       // Superblock images held from a replayed journal are superseded.
       if (layer.id == kBlocksFileId && block < kHeaderBlocks) continue;
       if (layer.places != nullptr) {
-        job->placed.push_back({layer.places->PlaceOf(block), bytes.span()});
+        job->lists.placed.push_back(
+            {layer.places->PlaceOf(block), bytes.span()});
       } else {
         entries.push_back({layer.id, block, bytes.span()});
       }
@@ -237,7 +247,7 @@ absl::Status Checkpointer::Stage(const Superblock& next,
     job->files[layer.id] = layer.file;
   }
   for (size_t i = 0; i + 1 < entries.size(); ++i) {
-    job->writes[entries[i].file].push_back(
+    job->lists.writes[entries[i].file].push_back(
         {entries[i].block, entries[i].bytes});
     job->pending.changed[entries[i].file] = true;
   }
@@ -273,6 +283,7 @@ absl::Status Checkpointer::FinishWrites() {
   }
   const std::array<uint64_t, kJournaledFiles> sizes = writes_->pending.sizes;
   writes_->Finish(s.ok());
+  spare_ = std::move(writes_->lists);
   writes_.reset();
   for (const CheckpointLayer& layer : layers_) layer.seen->ReleaseFrozen();
   if (!completed) return s;
