@@ -164,8 +164,9 @@ class Checkpointer {
   // What a checkpoint's thread writes from: the bucket blocks at their new
   // places, the journal's entries, and each file's images in place. They
   // are emptied and kept for the next checkpoint rather than freed:
-  // freeing them (each a mapping of its own, hundreds of KiB) held up the
-  // writers for 10 to 40 ms while the process's mappings were busy.
+  // late in a growth past memory, freeing them (hundreds of KiB) took the
+  // writer 3 to 47 ms at times, and as long on the thread, where it held
+  // up the writer's allocations.
   struct Lists {
     std::vector<io::WriteRequest> placed;
     std::vector<JournalEntry> entries;
