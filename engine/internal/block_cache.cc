@@ -150,12 +150,16 @@ void BlockCache::TakeBack(std::span<const Returning> blocks) {
     constexpr size_t kAhead = 8;
     if (summarize_ != nullptr) {
       for (size_t i = 0; i < run.size(); ++i) {
-        if (i + kAhead < run.size() && run[i + kAhead].keep) {
+        if (i + kAhead < run.size() && run[i + kAhead].keep &&
+            run[i + kAhead].filter == nullptr) {
           for (size_t line = 0; line < 256; line += 64) {
             __builtin_prefetch(run[i + kAhead].bytes + line);
           }
         }
-        if (run[i].keep) filters[i] = summarize_({run[i].bytes, block_size_});
+        if (!run[i].keep) continue;
+        filters[i] = run[i].filter != nullptr
+                         ? *run[i].filter
+                         : summarize_({run[i].bytes, block_size_});
       }
     }
     MutexLock lock(&mu_);

@@ -137,6 +137,9 @@ class BlockCache {
     uint64_t b;
     std::byte* bytes;
     bool keep;
+    // The block's filter, when its owner has it: the cache then reads
+    // none of the block's bytes (else it summarizes them).
+    const TagFilter* filter = nullptr;
   };
   void TakeBack(std::span<const Returning> blocks);
   // One lent slot back, free; or caching bucket b with the bytes it holds.

@@ -43,7 +43,15 @@ void BucketStore::CacheLender::TakeBack(std::span<const Leaving> leaving) {
     // clean block.
     const bool keep = l.current && l.block >= kHeaderBlocks;
     if (!keep && !cache_->Owns(l.slot)) continue;
-    returning_.push_back({keep ? l.block - kHeaderBlocks : 0, l.slot, keep});
+    const uint64_t b = keep ? l.block - kHeaderBlocks : 0;
+    // A held or frozen block's filter is kept as reads use it (or passes
+    // every tag): the cache need not read the block to make it again,
+    // tens of thousands of misses on the writer's path at a checkpoint.
+    const TagFilter* filter = nullptr;
+    if (keep && b < filters_->size() && !(*filters_)[b].PassesAll()) {
+      filter = &(*filters_)[b];
+    }
+    returning_.push_back({b, l.slot, keep, filter});
   }
   cache_->TakeBack(returning_);
 }

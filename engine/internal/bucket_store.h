@@ -243,7 +243,8 @@ class BucketStore {
   // Lends the cache's slots to the deferred device and takes them back.
   class CacheLender final : public DeferredDevice::Lender {
    public:
-    explicit CacheLender(BlockCache* cache) : cache_(cache) {}
+    CacheLender(BlockCache* cache, const std::vector<TagFilter>* filters)
+        : cache_(cache), filters_(filters) {}
     std::byte* Lend() override { return cache_->Lend(); }
     bool Owns(const std::byte* slot) const override {
       return cache_->Owns(slot);
@@ -252,9 +253,11 @@ class BucketStore {
 
    private:
     BlockCache* const cache_;
+    // The store's held_filter_.
+    const std::vector<TagFilter>* const filters_;
     std::vector<BlockCache::Returning> returning_;
   };
-  CacheLender lender_{&cache_};
+  CacheLender lender_{&cache_, &held_filter_};
   // Reads run under the table's reader lock, so their count is atomic.
   std::atomic<uint64_t> held_hits_{0};
 };

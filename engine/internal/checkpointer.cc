@@ -181,7 +181,10 @@ uint64_t Checkpointer::held_blocks() const {
 
 absl::StatusOr<bool> Checkpointer::Due(uint64_t log_bytes) {
   if (writes_ != nullptr && writes_->Done()) {
-    RT_RETURN_IF_ERROR(FinishWrites());
+    RT_RETURN_IF_ERROR(FinishWrites(/*spread=*/true));
+  } else if (giving_back_) {
+    giving_back_ =
+        !layers_[kBlocksFileId].seen->ReleaseFrozen(kGiveBackPerWrite);
   }
   // What the made blocks were made from is let go as soon as they are,
   // long before the checkpoint's writes are done.
@@ -264,6 +267,7 @@ void Checkpointer::Launch(io::BlockDevice* spare_log, uint64_t spare_log_blocks,
   pending_.reset();
   // What lies past the files' new ends stays until the checkpoint is
   // complete; the deferred devices read it as zeros meanwhile.
+  GiveBackAll();
   for (const CheckpointLayer& layer : layers_) layer.seen->Freeze();
   writes_ = std::move(staged_);
   writes_->Start();
@@ -272,8 +276,17 @@ void Checkpointer::Launch(io::BlockDevice* spare_log, uint64_t spare_log_blocks,
   ++count_;
 }
 
-absl::Status Checkpointer::FinishWrites() {
-  if (writes_ == nullptr) return absl::OkStatus();
+void Checkpointer::GiveBackAll() {
+  if (!giving_back_) return;
+  layers_[kBlocksFileId].seen->ReleaseFrozen();
+  giving_back_ = false;
+}
+
+absl::Status Checkpointer::FinishWrites(bool spread) {
+  if (writes_ == nullptr) {
+    if (!spread) GiveBackAll();
+    return absl::OkStatus();
+  }
   writes_->Join();
   const absl::Status s = writes_->status;
   std::optional<Pending> completed;
@@ -285,7 +298,13 @@ absl::Status Checkpointer::FinishWrites() {
   writes_->Finish(s.ok());
   spare_ = std::move(writes_->lists);
   writes_.reset();
-  for (const CheckpointLayer& layer : layers_) layer.seen->ReleaseFrozen();
+  for (const CheckpointLayer& layer : layers_) {
+    if (spread && layer.id == kBlocksFileId) {
+      giving_back_ = true;
+    } else {
+      layer.seen->ReleaseFrozen();
+    }
+  }
   if (!completed) return s;
   // The thread completed the checkpoint before this one in place: what
   // lies past both checkpoints' ends is no longer needed.

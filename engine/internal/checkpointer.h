@@ -132,8 +132,15 @@ class Checkpointer {
   void Launch(io::BlockDevice* spare_log, uint64_t spare_log_blocks,
               std::function<void()> journal_durable);
   // Waits for the running checkpoint's thread, if any, and returns its
-  // error. REQUIRES before Stage: its journal overwrites the last one.
-  absl::Status FinishWrites();
+  // error; the frozen blocks are then freed, the bucket blocks given back
+  // to the cache. With `spread` (Due, once the thread is done) the bucket
+  // blocks go back kGiveBackPerWrite at a time in the next calls of Due
+  // instead, and any left when the next checkpoint launches, all then:
+  // late in a growth past memory, tens of thousands at once took the
+  // writer 10 to 50 ms. REQUIRES before Stage: its journal overwrites the
+  // last one.
+  absl::Status FinishWrites(bool spread = false);
+  static constexpr size_t kGiveBackPerWrite = 16;
   // Completes the checkpoint left pending, if any. With `rewrite_journal`
   // the journal is then rewritten with the superblock alone, which frees
   // its block images' disk space and keeps a third copy of the newest
@@ -197,6 +204,9 @@ class Checkpointer {
   std::unique_ptr<Writes> writes_;
   // The last finished checkpoint's lists, for the next one.
   Lists spare_;
+  // Frozen bucket blocks are left to give back (FinishWrites' spread).
+  bool giving_back_ = false;
+  void GiveBackAll();
   // A checkpoint whose journal is synced and whose images were written in
   // place, not yet synced there.
   std::optional<Pending> pending_;

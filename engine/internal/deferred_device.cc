@@ -43,11 +43,15 @@ void DeferredDevice::Freeze() {
     frozen_sealed_ = !seal_;
   }
   for (auto& [block, bytes] : held_) index_[block] = nullptr;
-  frozen_ = std::move(held_);
-  held_.clear();
-  // The next interval holds about as many blocks as this one: sized once,
-  // its map is not rehashed over and over as it fills.
-  held_.reserve(frozen_.size());
+  // The maps trade places, each keeping its table: the next interval
+  // holds about as many blocks as this one, and a table of tens of
+  // thousands of entries allocated or freed on the writer's path took it
+  // milliseconds (the allocator first merges every small block freed
+  // since its last large request).
+  std::swap(frozen_, held_);
+  if (held_.bucket_count() / 8 * 7 < frozen_.size()) {
+    held_.reserve(frozen_.size());
+  }
   zero_from_ = size_;
 }
 
@@ -68,13 +72,19 @@ void DeferredDevice::SealFrozen() {
   }
 }
 
-void DeferredDevice::ReleaseFrozen() {
-  std::vector<Lender::Leaving> leaving;
-  leaving.reserve(frozen_.size());
-  for (auto& [block, bytes] : frozen_) leaving.push_back({block, bytes.data});
+bool DeferredDevice::ReleaseFrozen(size_t n) {
+  if (!releasing_) releasing_ = frozen_.begin();
+  HeldMap::iterator& it = *releasing_;
+  std::vector<Lender::Leaving>& leaving = leaving_;
+  leaving.clear();
+  // Erased one by one, which keeps the map's table (clear() would free
+  // it) for the next Freeze.
+  for (; leaving.size() < n && it != frozen_.end(); frozen_.erase(it++)) {
+    leaving.push_back({it->first, it->second.data});
+  }
   // In place now, and what reads see unless it was written again or cut
-  // off since. Tens of thousands of blocks spread over the table: each
-  // lookup of the index is a miss, loaded some blocks ahead.
+  // off since. Blocks spread over the table: each lookup of the index is
+  // a miss, loaded some blocks ahead.
   constexpr size_t kAhead = 16;
   for (size_t i = 0; i < leaving.size(); ++i) {
     if (i + kAhead < leaving.size()) PrefetchHeld(leaving[i + kAhead].block);
@@ -83,7 +93,9 @@ void DeferredDevice::ReleaseFrozen() {
         block < zero_from_ && block < size_ && Held(block) == nullptr;
   }
   Free(leaving);
-  frozen_.clear();
+  if (it != frozen_.end()) return false;
+  releasing_.reset();
+  return true;
 }
 
 void DeferredDevice::Free(std::span<const Lender::Leaving> leaving) {

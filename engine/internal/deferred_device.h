@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -134,7 +135,11 @@ class DeferredDevice final : public io::BlockDevice {
   void SealFrozen();
   // Frees the frozen blocks: call once their writes reached the inner
   // device.
-  void ReleaseFrozen();
+  void ReleaseFrozen() { ReleaseFrozen(frozen_.size()); }
+  // Frees up to `n` of them, so that giving a checkpoint's blocks back
+  // (to the lender, which may index each) can be spread over many calls;
+  // the rest answer reads as before. True once none is left.
+  bool ReleaseFrozen(size_t n);
 
  private:
   absl::Status DoRead(uint64_t block, std::span<std::byte> buffer) override;
@@ -166,6 +171,11 @@ class DeferredDevice final : public io::BlockDevice {
   uint64_t zero_from_;
   HeldMap held_;
   HeldMap frozen_;
+  // The next frozen block to free, once ReleaseFrozen(n) began and until
+  // none is left (the map is not added to meanwhile, so it stays valid).
+  std::optional<HeldMap::iterator> releasing_;
+  // ReleaseFrozen's list of leaving blocks, kept for the next.
+  std::vector<Lender::Leaving> leaving_;
   // Block -> its held bytes (null when not held): Held() without a hash
   // lookup. 8 bytes per block up to the highest ever held.
   std::vector<std::byte*> index_;

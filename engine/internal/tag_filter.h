@@ -29,6 +29,10 @@ class TagFilter {
   bool MayContain(uint16_t tag) const {
     return Test(tag & 0xff) && Test(tag >> 8);
   }
+  // Whether it passes every tag (All(), or a block full of tags).
+  bool PassesAll() const {
+    return (words_[0] & words_[1] & words_[2] & words_[3]) == ~uint64_t{0};
+  }
 
  private:
   void Set(unsigned bit) { words_[bit >> 6] |= uint64_t{1} << (bit & 63); }

@@ -274,6 +274,35 @@ TEST(BlockCacheTest, TakeBackAdoptsReturnsAndCopiesWhereThereIsRoom) {
   EXPECT_EQ(EncodedBlock(out.span()).checkpoint(), 5u);
 }
 
+// A block given back with its filter keeps that filter, and the cache
+// reads nothing of the block for it; one given back without is summarized.
+TEST(BlockCacheTest, TakeBackKeepsTheFilterItIsGiven) {
+  static int summarized = 0;
+  BlockCache cache(8 * kBlock, kBlock, [](std::span<const std::byte> block) {
+    ++summarized;
+    return TagFilterOf(block);
+  });
+  TagFilter given;
+  given.Add(0x0102);
+  std::vector<BlockCache::Returning> back;
+  for (uint64_t b = 0; b < 4; ++b) {
+    std::byte* slot = cache.Lend();
+    ASSERT_NE(slot, nullptr);
+    EncodedBlock block(std::span<std::byte>(slot, kBlock));
+    block.Init(b);
+    ASSERT_TRUE(block.Append(absl::StrCat("k", b), "v", 0x0304));
+    back.push_back({b, slot, true, b % 2 == 0 ? &given : nullptr});
+  }
+  summarized = 0;
+  cache.TakeBack(back);
+  EXPECT_EQ(summarized, 2);
+  for (uint64_t b = 0; b < 4; ++b) {
+    // The given filter knows 0x0102 only; the block's own, 0x0304.
+    EXPECT_EQ(cache.MayContain(b, 0x0102), b % 2 == 0) << b;
+    EXPECT_EQ(cache.MayContain(b, 0x0304), b % 2 == 1) << b;
+  }
+}
+
 TEST(BlockCacheTest, AllSlotsLentLeavesInsertsUncached) {
   BlockCache cache(2 * kBlock, kBlock);
   cache.Insert(0, Filled(1).span());

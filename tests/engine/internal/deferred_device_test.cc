@@ -202,6 +202,60 @@ TEST(DeferredDeviceTest, LentSlotsGoBackToTheLender) {
   EXPECT_EQ(lender.back, want);
 }
 
+// Frozen blocks freed a few at a time: each call frees at most that many,
+// the rest still answer reads with their frozen bytes, a block held anew
+// meanwhile reads as held, and once the last is freed the device freezes
+// again.
+TEST(DeferredDeviceTest, FrozenBlocksFreedAFewAtATime) {
+  constexpr uint64_t kBlocks = 23;
+  auto inner = io::NewMemoryDevice(kBlock);
+  ASSERT_TRUE(inner->Resize(kBlocks).ok());
+  DeferredDevice device(inner.get());
+  io::AlignedBuffer buffer(kBlock);
+  auto read = [&](uint64_t b) {
+    io::AlignedBuffer out(kBlock);
+    EXPECT_TRUE(device.Read(b, out.span()).ok());
+    return static_cast<char>(out.data()[0]);
+  };
+  for (uint64_t b = 0; b < kBlocks; ++b) {
+    std::memset(buffer.data(), 'a' + static_cast<int>(b), kBlock);
+    ASSERT_TRUE(device.Write(b, buffer.span()).ok());
+  }
+  device.Freeze();
+  // The inner device gets every frozen block but for its first byte,
+  // so that a read shows which of the two answered it.
+  for (const auto& [b, bytes] : device.frozen()) {
+    std::memcpy(buffer.data(), bytes.data, kBlock);
+    buffer.data()[0] = std::byte{'I'};
+    ASSERT_TRUE(inner->Write(b, buffer.span()).ok());
+  }
+  std::memset(buffer.data(), 'H', kBlock);
+  ASSERT_TRUE(device.Write(7, buffer.span()).ok());  // held anew
+  size_t left = kBlocks;
+  int calls = 0;
+  bool done = false;
+  while (!done) {
+    done = device.ReleaseFrozen(5);
+    ++calls;
+    ASSERT_EQ(device.frozen().size(), left - std::min<size_t>(left, 5));
+    left = device.frozen().size();
+    for (uint64_t b = 0; b < kBlocks; ++b) {
+      const char want = b == 7 ? 'H'
+                        : device.frozen().contains(b)
+                            ? static_cast<char>('a' + b)
+                            : 'I';
+      ASSERT_EQ(read(b), want) << "block " << b << " after call " << calls;
+    }
+    ASSERT_EQ(done, left == 0);
+  }
+  EXPECT_EQ(calls, 5);  // 23 blocks, five at a time
+  device.Freeze();
+  EXPECT_EQ(device.frozen().size(), 1u);  // block 7
+  EXPECT_TRUE(device.ReleaseFrozen(0) == false);
+  EXPECT_TRUE(device.ReleaseFrozen(1));
+  EXPECT_TRUE(device.frozen().empty());
+}
+
 // With a seal, frozen blocks stay as written until SealFrozen; a read
 // meanwhile gets a sealed copy, a read racing SealFrozen (another thread)
 // gets the same sealed bytes, and a read after it seals nothing.
