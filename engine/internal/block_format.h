@@ -71,6 +71,10 @@ class Record {
   }
 
   std::string_view key() const { return {data_.get(), key_size_}; }
+  // The key's bytes, then the value's (null when both are empty).
+  const char* bytes() const { return data_.get(); }
+  uint32_t key_size() const { return key_size_; }
+  uint32_t value_size() const { return value_size_; }
   std::string_view value() const {
     return {data_.get() + key_size_, value_size_};
   }

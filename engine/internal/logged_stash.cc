@@ -131,10 +131,14 @@ void LoggedStash::SnapshotDone(bool made) {
 
 void LoggedStash::LiveRecords(StashLog::Live& live) const {
   live.clear();
-  live.reserve(stash_.records());
+  // Room for a stash that grows by half again: a list that outgrows its
+  // memory is moved to fresh pages, which fault in on the writer's path.
+  const size_t records = stash_.records();
+  if (live.capacity() < records) live.reserve(records + records / 2);
   stash_.ForEachList([&](uint64_t, const Stash::List& list) {
     for (const Stash::Entry& e : list) {
-      live.emplace_back(e.record.key(), e.record.value());
+      const Record& r = e.record;
+      live.push_back({r.bytes(), r.key_size(), r.value_size()});
     }
   });
 }

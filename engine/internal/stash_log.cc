@@ -233,7 +233,8 @@ void EncodeBlocks(const StashLog::Live& live, uint64_t epoch,
     SealLogBlock(block, count, epoch, used, block_size);
     done(b);
   };
-  for (const auto& [key, value] : live) {
+  for (const StashLog::LiveRecord& r : live) {
+    const std::string_view key = r.key(), value = r.value();
     const size_t size = EntrySize(key, value);
     if (block == nullptr || used + size > room) {
       if (block != nullptr) {
@@ -291,7 +292,8 @@ uint64_t StashLog::BlocksFor(const Live& live, uint32_t block_size) {
   const size_t room = block_size - kBlockHeaderBytes;
   uint64_t blocks = 0;
   size_t used = room;
-  for (const auto& [key, value] : live) {
+  for (const StashLog::LiveRecord& r : live) {
+    const std::string_view key = r.key(), value = r.value();
     const size_t size = EntrySize(key, value);
     if (used + size > room) {
       ++blocks;

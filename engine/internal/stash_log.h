@@ -58,7 +58,18 @@ class StashLog {
   // Writes the tail block if it holds entries not yet written.
   absl::Status Flush();
 
-  using Live = std::vector<std::pair<std::string_view, std::string_view>>;
+  // A live record as a rewrite reads it: its key's bytes, then its
+  // value's, from `data` (a Record's one allocation, Record::bytes()). 16
+  // bytes where two views take 32: a snapshot lists a few hundred
+  // thousand of them on the writer's path.
+  struct LiveRecord {
+    const char* data;
+    uint32_t key_size;
+    uint32_t value_size;
+    std::string_view key() const { return {data, key_size}; }
+    std::string_view value() const { return {data + key_size, value_size}; }
+  };
+  using Live = std::vector<LiveRecord>;
 
   // Writes `live` as the whole log from block 0 under epoch + 1 and cuts the
   // file to it.

@@ -204,8 +204,8 @@ TEST(BucketTableTest, AStashSnapshotStaysAsItWasAndTheLogGoesOnAfterIt) {
     const LoggedStash::Views& views = **live;
     EXPECT_FALSE(stash.snapshot_due());
     EXPECT_LT(stash.blocks(), log_blocks);
-    const std::map<std::string, std::string> expected(
-        views.records.begin(), views.records.end());
+    const std::map<std::string, std::string> expected =
+        MapOf(views.records);
     ASSERT_EQ(expected, current());
     EXPECT_EQ(views.epoch, stash.epoch());
     // The copy's new blocks, held for the encoding.
@@ -218,8 +218,7 @@ TEST(BucketTableTest, AStashSnapshotStaysAsItWasAndTheLogGoesOnAfterIt) {
     for (int i = 0; i < 300; ++i) write(++step);
     EXPECT_GT(parts.table->logical().grows + parts.table->logical().shrinks,
               grows + shrinks);
-    const std::map<std::string, std::string> viewed(views.records.begin(),
-                                                    views.records.end());
+    const std::map<std::string, std::string> viewed = MapOf(views.records);
     ASSERT_EQ(viewed, expected);
     StashLog::Encode(views.records, views.epoch, views.blocks, 512);
     ASSERT_TRUE(stash.Flush().ok());

@@ -5,6 +5,7 @@
 #ifndef ROUNDTABLE_TESTS_ENGINE_INTERNAL_ENGINE_PARTS_H_
 #define ROUNDTABLE_TESTS_ENGINE_INTERNAL_ENGINE_PARTS_H_
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "engine/internal/bucket_store.h"
 #include "engine/internal/bucket_table.h"
+#include "engine/internal/stash_log.h"
 #include "engine/internal/table_files.h"
 #include "engine/internal/value_store.h"
 #include "engine/internal/write_buffer.h"
@@ -107,6 +109,15 @@ struct EngineParts {
   std::unique_ptr<BucketTable> table;
   std::unique_ptr<WriteBuffer> buffer;
 };
+
+// A snapshot's records, by key.
+inline std::map<std::string, std::string> MapOf(const StashLog::Live& live) {
+  std::map<std::string, std::string> map;
+  for (const StashLog::LiveRecord& r : live) {
+    map.emplace(r.key(), r.value());
+  }
+  return map;
+}
 
 }  // namespace roundtable::internal
 

@@ -41,6 +41,19 @@ bool ZeroPastEntries(io::BlockDevice& device, uint64_t b) {
   return true;
 }
 
+// The model's records, and the list of them that a rewrite reads.
+struct LiveModel {
+  explicit LiveModel(const Model& model) {
+    records.reserve(model.size());
+    for (const auto& [key, value] : model) records.emplace_back(key, value);
+    for (const Record& r : records) {
+      live.push_back({r.bytes(), r.key_size(), r.value_size()});
+    }
+  }
+  std::vector<Record> records;
+  StashLog::Live live;
+};
+
 TEST(StashLogTest, MatchesAModelThroughFlushesRewritesAndReopens) {
   constexpr uint32_t kBlockSize = 512;
   std::mt19937_64 rng(7);
@@ -63,9 +76,7 @@ TEST(StashLogTest, MatchesAModelThroughFlushesRewritesAndReopens) {
       ASSERT_TRUE(log->Flush().ok());
       ASSERT_EQ(Loaded(*device, *log), model) << "step " << step;
     } else if (op < 98) {
-      std::vector<std::pair<std::string_view, std::string_view>> live(
-          model.begin(), model.end());
-      ASSERT_TRUE(log->Rewrite(live).ok());
+      ASSERT_TRUE(log->Rewrite(LiveModel(model).live).ok());
       ASSERT_EQ(Loaded(*device, *log), model) << "step " << step;
       ASSERT_EQ(device->num_blocks(), log->blocks());
     } else {
@@ -99,7 +110,8 @@ TEST(StashLogTest, EncodeMakesTheBlocksRewriteWrites) {
         model[absl::StrCat("key", rng() % 100000)] =
             std::string(rng() % (block_size / 4), 'a' + i % 26);
       }
-      const StashLog::Live live(model.begin(), model.end());
+      const LiveModel of(model);
+      const StashLog::Live& live = of.live;
       auto rewritten = io::NewMemoryDevice(block_size);
       StashLog log(rewritten.get(), 3, 0);
       ASSERT_TRUE(log.AppendPut("old", "entry").ok());

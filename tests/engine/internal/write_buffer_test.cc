@@ -241,8 +241,8 @@ TEST(WriteBufferTest, ASnapshotsViewsStayAsTheyWereWhileTheWritesGoOn) {
     const LoggedStash::Views& views = **live;
     EXPECT_TRUE(copy.snapshotting());
     EXPECT_FALSE(copy.snapshot_due());
-    const std::map<std::string, std::string> expected(
-        views.records.begin(), views.records.end());
+    const std::map<std::string, std::string> expected =
+        MapOf(views.records);
     EXPECT_EQ(expected.size(), copy.records());
     ASSERT_EQ(views.blocks.size(), copy.blocks());
     for (uint64_t b = 0; b < copy.blocks(); ++b) {
@@ -260,8 +260,7 @@ TEST(WriteBufferTest, ASnapshotsViewsStayAsTheyWereWhileTheWritesGoOn) {
     }
     EXPECT_TRUE(copy.snapshot_due());
     if (round == 0) EXPECT_GT(parts.table->num_buckets(), buckets);
-    const std::map<std::string, std::string> viewed(views.records.begin(),
-                                                    views.records.end());
+    const std::map<std::string, std::string> viewed = MapOf(views.records);
     ASSERT_EQ(viewed, expected) << "round " << round;
     StashLog::Encode(views.records, views.epoch, views.blocks, kBlock);
     auto loaded = StashLog::Load(copy.device(), copy.epoch(), copy.blocks());
