@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -182,9 +183,8 @@ uint64_t Checkpointer::held_blocks() const {
 absl::StatusOr<bool> Checkpointer::Due(uint64_t log_bytes) {
   if (writes_ != nullptr && writes_->Done()) {
     RT_RETURN_IF_ERROR(FinishWrites(/*spread=*/true));
-  } else if (giving_back_) {
-    giving_back_ =
-        !layers_[kBlocksFileId].seen->ReleaseFrozen(kGiveBackPerWrite);
+  } else if (writes_ == nullptr) {
+    GiveBack(kGiveBackPerWrite);
   }
   // What the made blocks were made from is let go as soon as they are,
   // long before the checkpoint's writes are done.
@@ -267,7 +267,6 @@ void Checkpointer::Launch(io::BlockDevice* spare_log, uint64_t spare_log_blocks,
   pending_.reset();
   // What lies past the files' new ends stays until the checkpoint is
   // complete; the deferred devices read it as zeros meanwhile.
-  GiveBackAll();
   for (const CheckpointLayer& layer : layers_) layer.seen->Freeze();
   writes_ = std::move(staged_);
   writes_->Start();
@@ -276,15 +275,14 @@ void Checkpointer::Launch(io::BlockDevice* spare_log, uint64_t spare_log_blocks,
   ++count_;
 }
 
-void Checkpointer::GiveBackAll() {
-  if (!giving_back_) return;
-  layers_[kBlocksFileId].seen->ReleaseFrozen();
-  giving_back_ = false;
+void Checkpointer::GiveBack(size_t n) {
+  DeferredDevice& blocks = *layers_[kBlocksFileId].seen;
+  if (!blocks.frozen().empty()) blocks.ReleaseFrozen(n);
 }
 
 absl::Status Checkpointer::FinishWrites(bool spread) {
   if (writes_ == nullptr) {
-    if (!spread) GiveBackAll();
+    if (!spread) GiveBack(std::numeric_limits<size_t>::max());
     return absl::OkStatus();
   }
   writes_->Join();
@@ -298,12 +296,9 @@ absl::Status Checkpointer::FinishWrites(bool spread) {
   writes_->Finish(s.ok());
   spare_ = std::move(writes_->lists);
   writes_.reset();
+  // With spread, the bucket blocks stay frozen for the next calls of Due.
   for (const CheckpointLayer& layer : layers_) {
-    if (spread && layer.id == kBlocksFileId) {
-      giving_back_ = true;
-    } else {
-      layer.seen->ReleaseFrozen();
-    }
+    if (!spread || layer.id != kBlocksFileId) layer.seen->ReleaseFrozen();
   }
   if (!completed) return s;
   // The thread completed the checkpoint before this one in place: what

@@ -135,7 +135,8 @@ class Checkpointer {
   // error; the frozen blocks are then freed, the bucket blocks given back
   // to the cache. With `spread` (Due, once the thread is done) the bucket
   // blocks go back kGiveBackPerWrite at a time in the next calls of Due
-  // instead, and any left when the next checkpoint launches, all then:
+  // instead, and any left at the next FinishWrites without it (which the
+  // next checkpoint's Stage needs first), all then:
   // late in a growth past memory, tens of thousands at once took the
   // writer 10 to 50 ms. REQUIRES before Stage: its journal overwrites the
   // last one.
@@ -204,9 +205,10 @@ class Checkpointer {
   std::unique_ptr<Writes> writes_;
   // The last finished checkpoint's lists, for the next one.
   Lists spare_;
-  // Frozen bucket blocks are left to give back (FinishWrites' spread).
-  bool giving_back_ = false;
-  void GiveBackAll();
+  // Gives back up to n of the bucket blocks a finished checkpoint left
+  // frozen (FinishWrites' spread): whatever is frozen while no
+  // checkpoint's thread runs.
+  void GiveBack(size_t n);
   // A checkpoint whose journal is synced and whose images were written in
   // place, not yet synced there.
   std::optional<Pending> pending_;
