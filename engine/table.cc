@@ -313,6 +313,15 @@ absl::Status Table::Impl::WriteLocked(std::span<const Op> ops,
     RT_RETURN_IF_ERROR(error_.Note(logged.status()));
     *seq = *logged;
   }
+  // Where a put would append its record to its block (the block's first
+  // line, in by now, says where) loads, to be written, while the write
+  // buffer and the stash are looked up: a store that misses the cache
+  // holds up the next lock.
+  for (size_t i = 0; i < prefetched; ++i) {
+    if (!ops[i].put) continue;
+    store_.PrefetchAppend(first[i],
+                          internal::EncodedSize(ops[i].key, ops[i].value));
+  }
   RT_RETURN_IF_ERROR(Apply(ops));
   RT_RETURN_IF_ERROR(MaybeCheckpoint());
   return Paranoid();

@@ -92,6 +92,16 @@ class BlockCache {
     __builtin_prefetch(&filter_[slot], 1);
   }
 
+  // Calls fn(bytes) with bucket b's cached block, if it is cached; counts
+  // no hit or miss and marks nothing. fn must only read.
+  template <typename Fn>
+  void Peek(uint64_t b, Fn fn) {
+    if (!enabled()) return;
+    MutexLock lock(&mu_);
+    const uint32_t slot = SlotOf(b);
+    if (slot != kNoSlot) fn(BytesOf(slot));
+  }
+
   // Whether bucket b is cached; counts no hit or miss and marks nothing.
   bool Contains(uint64_t b) {
     if (!enabled()) return false;

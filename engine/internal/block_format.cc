@@ -160,6 +160,14 @@ void EncodedBlock::ReplaceValue(const Found& found, std::string_view value) {
               value.size());
 }
 
+void EncodedBlock::PrefetchAppend(size_t size) const {
+  if (!Fits(size)) return;
+  const char* end = data() + bytes_.size() - record_bytes();
+  __builtin_prefetch(end - 1, 1);
+  __builtin_prefetch(end - (size - kSlotBytes), 1);
+  __builtin_prefetch(slot(count()), 1);
+}
+
 bool EncodedBlock::Append(std::string_view key, std::string_view value,
                           uint16_t tag) {
   if (!Fits(EncodedSize(key, value))) return false;

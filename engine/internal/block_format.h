@@ -178,6 +178,10 @@ class EncodedBlock {
   // Writes `value` over the found record's value where it lies: no record
   // moves. REQUIRES: value.size() == found.value.size().
   void ReplaceValue(const Found& found, std::string_view value);
+  // Starts loading, to be written, the lines where Append would store a
+  // record of EncodedSize `size`, if it fits: its slot and its bytes
+  // (reading the header, which should be in cache by then).
+  void PrefetchAppend(size_t size) const;
   // Appends a record if it fits; false (and nothing changed) if not.
   bool Append(std::string_view key, std::string_view value, uint16_t tag);
   // Calls fn(key, value, tag) for every record, in directory order.

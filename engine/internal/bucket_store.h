@@ -141,6 +141,21 @@ class BucketStore {
     }
   }
 
+  // Starts loading, to be written, where an Append of a record of
+  // EncodedSize `size` to bucket b's block would store it, where the block
+  // is in memory, once PrefetchBlock(b)'s line is in.
+  void PrefetchAppend(uint64_t b, size_t size) {
+    auto prefetch = [&](std::byte* bytes) {
+      EncodedBlock(std::span<const std::byte>(bytes, block_size_))
+          .PrefetchAppend(size);
+    };
+    if (std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
+      prefetch(held);
+    } else {
+      cache_.Peek(b, prefetch);
+    }
+  }
+
   // False only when bucket b's block is in memory and its tag filter
   // rules `tag` out: no record of the block has that tag. Ask before Edit,
   // which lets the block's filter pass every tag until the write ends.
