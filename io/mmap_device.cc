@@ -5,9 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <shared_mutex>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "io/base/status_macros.h"
@@ -30,6 +33,12 @@ class MmapDevice final : public FileDevice {
     mutable_capabilities().partial_writes = true;
   }
   ~MmapDevice() override {
+    {
+      std::lock_guard<std::mutex> lock(advice_mu_);
+      stopping_ = true;
+    }
+    advice_cv_.notify_one();
+    if (advisor_.joinable()) advisor_.join();
     if (base_ != nullptr) munmap(base_, mapped_bytes_);
   }
 
@@ -99,16 +108,19 @@ class MmapDevice final : public FileDevice {
     if (!reserved.ok() || mapped_bytes_ != old) return absl::OkStatus();
     return RemapLocked(bytes);
   }
-  // The pages are faulted in writable now, in one call, rather than one
-  // fault at a time by the stores that fill them. (Advice only: a kernel
-  // without MADV_POPULATE_WRITE faults them later.)
+  // The advice runs on a thread of the device's own, started by the first
+  // (faulting a window of pages in takes a fraction of a millisecond that
+  // the caller need not wait): WillWrite's pages are faulted in writable in
+  // one call, rather than one fault at a time by the stores that fill
+  // them; DoneWith's leave the process's mapping, a dirty one staying dirty
+  // in the page cache (a shared file mapping), so a later sync writes it.
+  // Advice only: a store that reaches a page first faults it in itself,
+  // and a kernel without MADV_POPULATE_WRITE faults them all that way.
   void DoWillWrite(uint64_t block, uint64_t n) override {
-    Advise(block, n, MADV_POPULATE_WRITE);
+    Queue({block, n, MADV_POPULATE_WRITE});
   }
-  // The pages leave the process's mapping; a dirty one stays dirty in the
-  // page cache (a shared file mapping), so a later sync writes it.
   void DoDoneWith(uint64_t block, uint64_t n) override {
-    Advise(block, n, MADV_DONTNEED);
+    Queue({block, n, MADV_DONTNEED});
   }
 
  private:
@@ -137,6 +149,56 @@ class MmapDevice final : public FileDevice {
     return IoError(err, "fallocate", path(), offset, bytes);
   }
 
+  struct Advice {
+    uint64_t block;
+    uint64_t n;
+    int advice;
+  };
+  // At most this much advice waits for the thread: beyond it, advice
+  // joins the last of its kind, which then spans both ranges and what
+  // lies between (more pages faulted in or dropped than asked: advice).
+  static constexpr size_t kMaxAdvice = 16;
+
+  void Queue(const Advice& a) {
+    {
+      std::lock_guard<std::mutex> lock(advice_mu_);
+      if (stopping_) return;
+      if (!Join(a)) advice_.push_back(a);
+      if (!advisor_.joinable()) advisor_ = std::thread([this] { Advise(); });
+    }
+    advice_cv_.notify_one();
+  }
+  // Whether `a` joined advice of its kind already waiting: the last, when
+  // their ranges meet (a front-to-back writer's next window meets its
+  // last), or when no more may wait.
+  bool Join(const Advice& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(advice_mu_) {
+    for (auto it = advice_.rbegin(); it != advice_.rend(); ++it) {
+      if (it->advice != a.advice) continue;
+      const uint64_t begin = std::min(it->block, a.block);
+      const uint64_t end = std::max(it->block + it->n, a.block + a.n);
+      if (end - begin > it->n + a.n && advice_.size() < kMaxAdvice) {
+        return false;  // apart, with room to wait on its own
+      }
+      it->block = begin;
+      it->n = end - begin;
+      return true;
+    }
+    return false;
+  }
+  // The thread: gives the advice in the order it came, until the device
+  // closes (what is left then is dropped).
+  void Advise() {
+    std::unique_lock<std::mutex> lock(advice_mu_);
+    while (true) {
+      advice_cv_.wait(lock, [&] { return stopping_ || !advice_.empty(); });
+      if (stopping_) return;
+      const Advice a = advice_.front();
+      advice_.pop_front();
+      lock.unlock();
+      Advise(a.block, a.n, a.advice);
+      lock.lock();
+    }
+  }
   // madvise of the whole pages of blocks [block, block + n) that are
   // mapped.
   void Advise(uint64_t block, uint64_t n, int advice) {
@@ -172,6 +234,12 @@ class MmapDevice final : public FileDevice {
   std::shared_mutex mu_;
   std::byte* base_ = nullptr;
   uint64_t mapped_bytes_ = 0;
+
+  std::mutex advice_mu_;
+  std::condition_variable advice_cv_;
+  std::deque<Advice> advice_;  // guarded by advice_mu_
+  bool stopping_ = false;      // guarded by advice_mu_
+  std::thread advisor_;        // started by the first advice
 };
 
 }  // namespace

@@ -104,7 +104,12 @@ absl::Status WalWriter::Append(size_t size,
         device_->Resize(tail_block_ + blocks +
                         std::max(kGrowBlocks, device_->num_blocks() / 8)));
   }
-  if (tail_block_ + blocks > prepared_to_) PrepareWindow(tail_block_ + blocks);
+  // The next window is announced while half of this one is still ahead,
+  // so that it is faulted in before the records reach it.
+  if (tail_block_ + blocks + Window() / 2 > prepared_to_ &&
+      prepared_to_ < device_->num_blocks()) {
+    PrepareWindow(tail_block_ + blocks);
+  }
   // The device holds the tail's bytes before the record already, and zeros
   // after it (a log grows with zero blocks; Start and Resume cut what
   // followed its records, or find zeros there).
@@ -128,8 +133,12 @@ absl::Status WalWriter::Append(size_t size,
   return absl::OkStatus();
 }
 
+uint64_t WalWriter::Window() const {
+  return std::max<uint64_t>(1, kWindowBytes / block_size_);
+}
+
 void WalWriter::PrepareWindow(uint64_t end) {
-  const uint64_t window = std::max<uint64_t>(1, kWindowBytes / block_size_);
+  const uint64_t window = Window();
   // The next window faulted in ahead of the records...
   const uint64_t from = std::max(prepared_to_, tail_block_);
   prepared_to_ = std::min(end + window, device_->num_blocks());

@@ -87,6 +87,8 @@ class WalWriter {
   // Announces the blocks up to a window past `end` (the records' end) to
   // the device, and gives up those more than a window behind the tail.
   void PrepareWindow(uint64_t end);
+  // The window's length in blocks.
+  uint64_t Window() const;
 
   io::BlockDevice* device_;
   const uint32_t block_size_;

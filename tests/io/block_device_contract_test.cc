@@ -428,6 +428,62 @@ std::vector<BackendCase> Cases() {
   };
 }
 
+// Hints given while the device grows, shrinks and is written (the memory
+// map gives them on a thread of its own, which a resize remaps under),
+// then the device closed with some perhaps still waiting: every block
+// reads as the last write left it, and no hint changed a byte.
+TEST_P(BlockDeviceContractTest, HintsBesideResizesChangeNothing) {
+  std::mt19937_64 rng(17);
+  std::vector<AlignedBuffer> model;  // each block's bytes
+  for (int step = 0; step < 300; ++step) {
+    const uint64_t n = model.size();
+    if (step % 7 == 6 && n > 8) {
+      const uint64_t cut = n - 1 - rng() % (n / 2);
+      ASSERT_TRUE(device_->Resize(cut).ok());
+      model.resize(cut);
+    } else {
+      const uint64_t grown = n + 1 + rng() % 24;
+      ASSERT_TRUE(device_->Resize(grown).ok());
+      while (model.size() < grown) model.emplace_back(kBlock);
+    }
+    const uint64_t m = model.size();
+    const uint64_t first = rng() % m;
+    const uint64_t count = 1 + rng() % std::min<uint64_t>(m - first, 16);
+    device_->WillWrite(first, 2 * count + 300);
+    const AlignedBuffer data = Pattern(first, count, step);
+    ASSERT_TRUE(device_->Write(first, data.span()).ok());
+    for (uint64_t i = 0; i < count; ++i) {
+      std::memcpy(model[first + i].data(), data.data() + i * kBlock, kBlock);
+    }
+    device_->DoneWith(rng() % m, 1 + rng() % 64);
+  }
+  AlignedBuffer got(kBlock);
+  for (uint64_t b = 0; b < model.size(); ++b) {
+    ASSERT_TRUE(device_->Read(b, got.span()).ok());
+    ASSERT_TRUE(Same(got, model[b])) << "block " << b;
+  }
+  // A burst of hints far apart (more than the mmap backend lets wait),
+  // then the device closed at once, some perhaps still waiting.
+  for (int i = 0; i < 200; ++i) {
+    const uint64_t at = rng() % model.size();
+    if (i % 2 == 0) {
+      device_->WillWrite(at, 1 + rng() % 8);
+    } else {
+      device_->DoneWith(at, 1 + rng() % 8);
+    }
+  }
+  device_.reset();
+  if (!persistent()) return;
+  auto reopened = Open();
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  device_ = *std::move(reopened);
+  ASSERT_EQ(device_->num_blocks(), model.size());
+  for (uint64_t b = 0; b < model.size(); ++b) {
+    ASSERT_TRUE(device_->Read(b, got.span()).ok());
+    ASSERT_TRUE(Same(got, model[b])) << "block " << b << " after reopening";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, BlockDeviceContractTest,
                          testing::ValuesIn(Cases()),
                          [](const testing::TestParamInfo<BackendCase>& info) {

@@ -84,6 +84,11 @@ class HintRecorder final : public io::BlockDevice {
   }
   uint64_t num_blocks() const override { return inner_->num_blocks(); }
   uint64_t announced = 0;  // blocks announced by WillWrite
+  uint64_t announced_to = 0;  // the end of the blocks announced so far
+  // Whether a write ended less than `lead` blocks before the end of what
+  // was announced, where the device reaches that far.
+  uint64_t lead = 0;
+  bool short_lead = false;
   uint64_t given_up = 0;   // blocks given up by DoneWith
   // Blocks before this were given up; a write below it is a finding.
   uint64_t done_below = 0;
@@ -96,14 +101,19 @@ class HintRecorder final : public io::BlockDevice {
   absl::Status DoWrite(uint64_t block,
                        std::span<const std::byte> buffer) override {
     if (block < done_below) wrote_given_up = true;
+    const uint64_t end = block + buffer.size() / block_size();
+    if (announced_to < std::min(end + lead, num_blocks())) short_lead = true;
     return inner_->Write(block, buffer);
   }
   absl::Status DoSync() override { return inner_->Sync(); }
   absl::Status DoResize(uint64_t n) override {
-    if (n == 0) done_below = 0;  // emptied: the log starts over
+    if (n == 0) done_below = announced_to = 0;  // the log starts over
     return inner_->Resize(n);
   }
-  void DoWillWrite(uint64_t, uint64_t n) override { announced += n; }
+  void DoWillWrite(uint64_t block, uint64_t n) override {
+    announced += n;
+    announced_to = std::max(announced_to, block + n);
+  }
   void DoDoneWith(uint64_t block, uint64_t n) override {
     EXPECT_EQ(block, done_below) << "given up out of order";
     given_up += n;
@@ -115,12 +125,15 @@ class HintRecorder final : public io::BlockDevice {
 };
 
 // The log keeps a window of its file in memory: what lies ahead is
-// announced, what lies more than a window behind its tail given up, and
-// no write ever returns to a block it gave up; every record reads back.
+// announced, at least half a window (512 KiB) ahead of every write where
+// the file reaches that far, what lies more than a window behind its tail
+// given up, and no write ever returns to a block it gave up; every record
+// reads back.
 TEST(WalTest, TheLogGivesUpOnlyBlocksItWillNotWriteAgain) {
   for (const uint32_t bs : {512u, 4096u}) {
     std::mt19937_64 rng(bs + 1);
     HintRecorder device(bs);
+    device.lead = (uint64_t{1} << 19) / bs;
     WalWriter wal(&device);
     for (int round = 0; round < 2; ++round) {
       ASSERT_TRUE(wal.Start(1, 0).ok());
@@ -130,6 +143,7 @@ TEST(WalTest, TheLogGivesUpOnlyBlocksItWillNotWriteAgain) {
         ASSERT_TRUE(wal.Append(written.back().second).ok());
       }
       EXPECT_FALSE(device.wrote_given_up);
+      EXPECT_FALSE(device.short_lead);
       // Several MiB of records: most of the file given up, all of it
       // announced before it was written.
       const uint64_t written_blocks = (wal.bytes() + bs - 1) / bs;
