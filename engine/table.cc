@@ -301,8 +301,9 @@ absl::Status Table::Impl::WriteLocked(std::span<const Op> ops,
     first[i] = table_.BucketOf(layout_.Hash(ops[i].key));
     PrefetchBucket(first[i]);
   }
-  // Their blocks' first lines load while the record is copied into the
-  // log, once the record is encoded (by then the lines above are in).
+  // Their blocks' headers and first slots load while the record is copied
+  // into the log, once the record is encoded (by then the lines above are
+  // in).
   auto prefetch_blocks = [&] {
     for (size_t i = 0; i < prefetched; ++i) store_.PrefetchBlock(first[i]);
   };

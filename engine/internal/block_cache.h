@@ -81,15 +81,16 @@ class BlockCache {
     if (b < slot_of_.size()) __builtin_prefetch(&slot_of_[b]);
   }
 
-  // Starts loading the first line of bucket b's cached block and its
-  // filter, once Prefetch(b)'s line is in: what an edit of it reads first.
-  void PrefetchBlock(uint64_t b) {
-    if (!enabled()) return;
+  // Starts loading bucket b's filter, once Prefetch(b)'s line is in, and
+  // returns where its cached block lies (null when it is not cached), for
+  // the caller to prefetch what of it an edit reads first.
+  const std::byte* PrefetchBlock(uint64_t b) {
+    if (!enabled()) return nullptr;
     MutexLock lock(&mu_);
     const uint32_t slot = SlotOf(b);
-    if (slot == kNoSlot) return;
-    __builtin_prefetch(BytesOf(slot), 1);
+    if (slot == kNoSlot) return nullptr;
     __builtin_prefetch(&filter_[slot], 1);
+    return BytesOf(slot);
   }
 
   // Calls fn(bytes) with bucket b's cached block, if it is cached; counts

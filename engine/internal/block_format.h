@@ -208,6 +208,15 @@ class EncodedBlock {
   uint32_t max_records_ = 0;
 };
 
+// Starts loading the block's header and the start of its directory (the
+// slots of its first 40 records: three cache lines), what a lookup or an
+// edit of it reads first.
+inline void PrefetchDirectory(const std::byte* block) {
+  __builtin_prefetch(block, 1);
+  __builtin_prefetch(block + 64, 1);
+  __builtin_prefetch(block + 128, 1);
+}
+
 // The filter of the tags in `block`'s directory: every record's tag passes
 // it. Reads no more slots than the block has room for, whatever its count
 // says.

@@ -129,15 +129,15 @@ class BucketStore {
     cache_.Prefetch(b);
   }
 
-  // Starts loading the first line of bucket b's block where it is in
-  // memory (held or cached) and its tag filter, once Prefetch(b)'s lines
-  // are in.
+  // Starts loading the header and first slots of bucket b's block where
+  // it is in memory (held or cached) and its tag filter, once
+  // Prefetch(b)'s lines are in.
   void PrefetchBlock(uint64_t b) {
     if (const std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
-      __builtin_prefetch(held, 1);
+      PrefetchDirectory(held);
       if (b < held_filter_.size()) __builtin_prefetch(&held_filter_[b]);
-    } else {
-      cache_.PrefetchBlock(b);
+    } else if (const std::byte* cached = cache_.PrefetchBlock(b)) {
+      PrefetchDirectory(cached);
     }
   }
 
