@@ -296,9 +296,12 @@ absl::Status Table::Impl::WriteLocked(std::span<const Op> ops,
   // the block is held or cached: each a cache miss in a large table)
   // loads while the write is logged.
   std::array<uint64_t, 4> first;
+  std::array<uint16_t, 4> tags;
   const size_t prefetched = std::min(ops.size(), first.size());
   for (size_t i = 0; i < prefetched; ++i) {
-    first[i] = table_.BucketOf(layout_.Hash(ops[i].key));
+    const uint64_t h = layout_.Hash(ops[i].key);
+    first[i] = table_.BucketOf(h);
+    tags[i] = internal::TagOf(h);
     PrefetchBucket(first[i]);
   }
   // Their blocks' headers and first slots load while the record is copied
@@ -314,14 +317,14 @@ absl::Status Table::Impl::WriteLocked(std::span<const Op> ops,
     RT_RETURN_IF_ERROR(error_.Note(logged.status()));
     *seq = *logged;
   }
-  // Where a put would append its record to its block (the block's first
-  // line, in by now, says where) loads, to be written, while the write
-  // buffer and the stash are looked up: a store that misses the cache
-  // holds up the next lock.
+  // What the edits of their blocks touch next (the directories, in by
+  // now, say where: the record of the key, or where a put's record will
+  // go) loads, to be written, while the write buffer and the stash are
+  // looked up: a store that misses the cache holds up the next lock.
   for (size_t i = 0; i < prefetched; ++i) {
-    if (!ops[i].put) continue;
-    store_.PrefetchAppend(first[i],
-                          internal::EncodedSize(ops[i].key, ops[i].value));
+    store_.PrefetchEdit(
+        first[i], tags[i],
+        ops[i].put ? internal::EncodedSize(ops[i].key, ops[i].value) : 0);
   }
   RT_RETURN_IF_ERROR(Apply(ops));
   RT_RETURN_IF_ERROR(MaybeCheckpoint());

@@ -160,12 +160,24 @@ void EncodedBlock::ReplaceValue(const Found& found, std::string_view value) {
               value.size());
 }
 
-void EncodedBlock::PrefetchAppend(size_t size) const {
-  if (!Fits(size)) return;
+void EncodedBlock::PrefetchEdit(uint16_t tag, size_t size,
+                                bool search) const {
+  const uint32_t n = count();
+  if (search && kBlockHeaderBytes + kSlotBytes * size_t{n} <= bytes_.size()) {
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t entry = GetFixed32(slot(i));
+      if (static_cast<uint16_t>(entry) != tag) continue;
+      const char* record = data() + (entry >> 16);
+      __builtin_prefetch(record, 1);
+      __builtin_prefetch(record + 64, 1);
+      return;
+    }
+  }
+  if (size == 0 || !Fits(size)) return;
   const char* end = data() + bytes_.size() - record_bytes();
   __builtin_prefetch(end - 1, 1);
   __builtin_prefetch(end - (size - kSlotBytes), 1);
-  __builtin_prefetch(slot(count()), 1);
+  __builtin_prefetch(slot(n), 1);
 }
 
 bool EncodedBlock::Append(std::string_view key, std::string_view value,

@@ -178,10 +178,15 @@ class EncodedBlock {
   // Writes `value` over the found record's value where it lies: no record
   // moves. REQUIRES: value.size() == found.value.size().
   void ReplaceValue(const Found& found, std::string_view value);
-  // Starts loading, to be written, the lines where Append would store a
-  // record of EncodedSize `size`, if it fits: its slot and its bytes
-  // (reading the header, which should be in cache by then).
-  void PrefetchAppend(size_t size) const;
+  // Starts loading, to be written, what an edit of the record whose key
+  // has tag `tag` touches next (reading the header and directory, which
+  // should be in cache by then): the first record with that tag, as Find
+  // would read it and a Remove or ReplaceValue write it; or, with none
+  // and a `size`, the lines where Append would store a record of that
+  // EncodedSize, if it fits (its slot and its bytes). With `search`
+  // false the directory is not searched (the caller knows no record has
+  // the tag).
+  void PrefetchEdit(uint16_t tag, size_t size, bool search = true) const;
   // Appends a record if it fits; false (and nothing changed) if not.
   bool Append(std::string_view key, std::string_view value, uint16_t tag);
   // Calls fn(key, value, tag) for every record, in directory order.

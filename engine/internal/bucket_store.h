@@ -133,21 +133,26 @@ class BucketStore {
   // it is in memory (held or cached) and its tag filter, once
   // Prefetch(b)'s lines are in.
   void PrefetchBlock(uint64_t b) {
+    // The held filter is written at the end of an edit, held or cached.
+    if (b < held_filter_.size()) __builtin_prefetch(&held_filter_[b], 1);
     if (const std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
       PrefetchDirectory(held);
-      if (b < held_filter_.size()) __builtin_prefetch(&held_filter_[b]);
     } else if (const std::byte* cached = cache_.PrefetchBlock(b)) {
       PrefetchDirectory(cached);
     }
   }
 
-  // Starts loading, to be written, where an Append of a record of
-  // EncodedSize `size` to bucket b's block would store it, where the block
-  // is in memory, once PrefetchBlock(b)'s line is in.
-  void PrefetchAppend(uint64_t b, size_t size) {
+  // Starts loading, to be written, what an edit of bucket b's block for a
+  // key of tag `tag` touches next, where the block is in memory, once
+  // PrefetchBlock(b)'s lines are in: the record with that tag, or where
+  // an Append of a record of EncodedSize `size` (0: none) would go
+  // (EncodedBlock::PrefetchEdit; its directory is searched only where the
+  // block's filter passes the tag).
+  void PrefetchEdit(uint64_t b, uint16_t tag, size_t size) {
+    const bool search = MayContain(b, tag);
     auto prefetch = [&](std::byte* bytes) {
       EncodedBlock(std::span<const std::byte>(bytes, block_size_))
-          .PrefetchAppend(size);
+          .PrefetchEdit(tag, size, search);
     };
     if (std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
       prefetch(held);
