@@ -170,8 +170,8 @@ class MmapDevice final : public FileDevice {
   }
   // Whether `a` joined advice of its kind already waiting: the last, when
   // their ranges meet (a front-to-back writer's next window meets its
-  // last), or when no more may wait.
-  bool Join(const Advice& a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(advice_mu_) {
+  // last), or when no more may wait. Called with advice_mu_ held.
+  bool Join(const Advice& a) {
     for (auto it = advice_.rbegin(); it != advice_.rend(); ++it) {
       if (it->advice != a.advice) continue;
       const uint64_t begin = std::min(it->block, a.block);
