@@ -219,36 +219,54 @@ absl::Status StashLog::WriteTail() {
 
 namespace {
 
+// The packing of `live` into blocks of `block_size` bytes, in order, each
+// entry in the block it fits after the ones before it, or else the next:
+// calls place(b, offset, record) with the entry's block and its offset in
+// the block's entry area, and returns the number of blocks.
+template <typename Place>
+uint64_t Pack(const StashLog::Live& live, uint32_t block_size, Place place) {
+  const size_t room = block_size - kBlockHeaderBytes;
+  uint64_t blocks = 0;
+  size_t used = room;
+  for (const StashLog::LiveRecord& r : live) {
+    const size_t size = EntrySize(r.key(), r.value());
+    if (used + size > room) {
+      ++blocks;
+      used = 0;
+    }
+    place(blocks - 1, used, r);
+    used += size;
+  }
+  return blocks;
+}
+
 // Encodes `live` as the blocks of a log of generation `epoch`, in order:
 // block b's entries go into out(b) (block_size bytes, whatever they held
 // before), and done(b) is called once its header and checksum are set.
 template <typename Out, typename Done>
 void EncodeBlocks(const StashLog::Live& live, uint64_t epoch,
                   uint32_t block_size, Out out, Done done) {
-  const size_t room = block_size - kBlockHeaderBytes;
   char* block = nullptr;
-  uint64_t b = 0;
+  uint64_t current = 0;
   uint32_t count = 0, used = 0;
   auto finish = [&] {
     SealLogBlock(block, count, epoch, used, block_size);
-    done(b);
+    done(current);
   };
-  for (const StashLog::LiveRecord& r : live) {
-    const std::string_view key = r.key(), value = r.value();
-    const size_t size = EntrySize(key, value);
-    if (block == nullptr || used + size > room) {
-      if (block != nullptr) {
-        finish();
-        ++b;
-      }
-      block = reinterpret_cast<char*>(out(b));
-      std::memset(block, 0, block_size);
-      count = used = 0;
-    }
-    PutEntry(block + kBlockHeaderBytes + used, kPut, key, value);
-    ++count;
-    used += static_cast<uint32_t>(size);
-  }
+  Pack(live, block_size,
+       [&](uint64_t b, size_t offset, const StashLog::LiveRecord& r) {
+         if (block == nullptr || b != current) {
+           if (block != nullptr) finish();
+           current = b;
+           block = reinterpret_cast<char*>(out(b));
+           std::memset(block, 0, block_size);
+           count = 0;
+         }
+         PutEntry(block + kBlockHeaderBytes + offset, kPut, r.key(),
+                  r.value());
+         ++count;
+         used = static_cast<uint32_t>(offset + EntrySize(r.key(), r.value()));
+       });
   if (block != nullptr) finish();
 }
 
@@ -289,19 +307,8 @@ absl::Status StashLog::Restart(const Live& live) {
 }
 
 uint64_t StashLog::BlocksFor(const Live& live, uint32_t block_size) {
-  const size_t room = block_size - kBlockHeaderBytes;
-  uint64_t blocks = 0;
-  size_t used = room;
-  for (const StashLog::LiveRecord& r : live) {
-    const std::string_view key = r.key(), value = r.value();
-    const size_t size = EntrySize(key, value);
-    if (used + size > room) {
-      ++blocks;
-      used = 0;
-    }
-    used += size;
-  }
-  return blocks;
+  return Pack(live, block_size,
+              [](uint64_t, size_t, const LiveRecord&) {});
 }
 
 void StashLog::Encode(const Live& live, uint64_t epoch,
