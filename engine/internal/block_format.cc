@@ -160,23 +160,39 @@ void EncodedBlock::ReplaceValue(const Found& found, std::string_view value) {
               value.size());
 }
 
+namespace {
+
+// Starts loading, to be written, every cache line of [from, to).
+void PrefetchLines(const char* from, const char* to) {
+  constexpr uintptr_t kLine = 64;
+  const uintptr_t last = reinterpret_cast<uintptr_t>(to - 1) & ~(kLine - 1);
+  for (uintptr_t line = reinterpret_cast<uintptr_t>(from) & ~(kLine - 1);
+       line <= last; line += kLine) {
+    __builtin_prefetch(reinterpret_cast<const void*>(line), 1);
+  }
+}
+
+}  // namespace
+
 void EncodedBlock::PrefetchEdit(uint16_t tag, size_t size,
                                 bool search) const {
   const uint32_t n = count();
+  const char* end = data() + bytes_.size();
   if (search && kBlockHeaderBytes + kSlotBytes * size_t{n} <= bytes_.size()) {
     for (uint32_t i = 0; i < n; ++i) {
       const uint32_t entry = GetFixed32(slot(i));
       if (static_cast<uint16_t>(entry) != tag) continue;
+      // Its length is in its first bytes, not loaded yet: as much as a
+      // record of `size` (or three lines) from its start.
       const char* record = data() + (entry >> 16);
-      __builtin_prefetch(record, 1);
-      __builtin_prefetch(record + 64, 1);
+      const size_t span = size > kSlotBytes ? size - kSlotBytes : 3 * 64;
+      PrefetchLines(record, std::min(end, record + span));
       return;
     }
   }
   if (size == 0 || !Fits(size)) return;
-  const char* end = data() + bytes_.size() - record_bytes();
-  __builtin_prefetch(end - 1, 1);
-  __builtin_prefetch(end - (size - kSlotBytes), 1);
+  const char* records = end - record_bytes();
+  PrefetchLines(records - (size - kSlotBytes), records);
   __builtin_prefetch(slot(n), 1);
 }
 

@@ -181,9 +181,10 @@ class EncodedBlock {
   // Starts loading, to be written, what an edit of the record whose key
   // has tag `tag` touches next (reading the header and directory, which
   // should be in cache by then): the first record with that tag, as Find
-  // would read it and a Remove or ReplaceValue write it; or, with none
-  // and a `size`, the lines where Append would store a record of that
-  // EncodedSize, if it fits (its slot and its bytes). With `search`
+  // would read it and a Remove or ReplaceValue write it (as many lines as
+  // a record of EncodedSize `size` takes, three without one); or, with
+  // none and a `size`, every line where Append would store a record of
+  // that EncodedSize, if it fits (its slot and its bytes). With `search`
   // false the directory is not searched (the caller knows no record has
   // the tag).
   void PrefetchEdit(uint16_t tag, size_t size, bool search = true) const;
