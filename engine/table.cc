@@ -304,11 +304,15 @@ absl::Status Table::Impl::WriteLocked(std::span<const Op> ops,
     tags[i] = internal::TagOf(h);
     PrefetchBucket(first[i]);
   }
-  // Their blocks' headers and first slots load while the record is copied
-  // into the log, once the record is encoded (by then the lines above are
-  // in).
+  // Their blocks' headers and first slots, and where a put's record will
+  // likely be appended, load while the record is copied into the log,
+  // once the record is encoded (by then the lines above are in).
   auto prefetch_blocks = [&] {
-    for (size_t i = 0; i < prefetched; ++i) store_.PrefetchBlock(first[i]);
+    for (size_t i = 0; i < prefetched; ++i) {
+      store_.PrefetchBlock(
+          first[i],
+          ops[i].put ? internal::EncodedSize(ops[i].key, ops[i].value) : 0);
+    }
   };
   // An in-memory table keeps no log: nothing of it outlives the process.
   if (!in_memory_) {

@@ -191,9 +191,25 @@ void EncodedBlock::PrefetchEdit(uint16_t tag, size_t size,
     }
   }
   if (size == 0 || !Fits(size)) return;
-  const char* records = end - record_bytes();
+  PrefetchAppendAt(bytes_.data(), bytes_.size(), append_point(), size);
+}
+
+uint32_t EncodedBlock::append_point() const {
+  return static_cast<uint32_t>(record_bytes()) | count() << 16;
+}
+
+void EncodedBlock::PrefetchAppendAt(const std::byte* block, size_t block_size,
+                                    uint32_t point, size_t size) {
+  const size_t record_bytes = point & 0xffff;
+  const size_t count = point >> 16;
+  if (size < kSlotBytes || kBlockHeaderBytes + kSlotBytes * count +
+                                   record_bytes + size > block_size) {
+    return;
+  }
+  const char* records =
+      reinterpret_cast<const char*>(block) + block_size - record_bytes;
   PrefetchLines(records - (size - kSlotBytes), records);
-  __builtin_prefetch(slot(n), 1);
+  __builtin_prefetch(block + kBlockHeaderBytes + kSlotBytes * count, 1);
 }
 
 bool EncodedBlock::Append(std::string_view key, std::string_view value,

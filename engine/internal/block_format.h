@@ -188,6 +188,17 @@ class EncodedBlock {
   // false the directory is not searched (the caller knows no record has
   // the tag).
   void PrefetchEdit(uint16_t tag, size_t size, bool search = true) const;
+  // Where the next record goes, in 32 bits (the bytes of records, and
+  // above them the count): kept beside a block as a hint, it lets
+  // PrefetchAppendAt find where an Append stores without the block's
+  // header.
+  uint32_t append_point() const;
+  // Starts loading, to be written, every line where Append would store a
+  // record of EncodedSize `size` into the block at `block` (`block_size`
+  // bytes) if its append_point() were `point`: its slot and its bytes.
+  // Nothing if it would not fit; a stale point costs a wasted load.
+  static void PrefetchAppendAt(const std::byte* block, size_t block_size,
+                               uint32_t point, size_t size);
   // Appends a record if it fits; false (and nothing changed) if not.
   bool Append(std::string_view key, std::string_view value, uint16_t tag);
   // Calls fn(key, value, tag) for every record, in directory order.

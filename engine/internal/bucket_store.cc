@@ -203,8 +203,10 @@ void BucketStore::NoteEdited(uint64_t b) {
 void BucketStore::RefreshFilters() {
   for (const uint64_t b : edited_) {
     listed_[b] = false;
-    if (const std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
+    if (std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
       held_filter_[b] = TagFilterOf({held, block_size_});
+      if (b >= append_hint_.size()) append_hint_.resize(held_filter_.size());
+      append_hint_[b] = View({held, block_size_}).append_point();
     }
   }
   edited_.clear();

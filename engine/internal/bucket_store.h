@@ -127,18 +127,26 @@ class BucketStore {
   void Prefetch(uint64_t b) {
     blocks_->PrefetchHeld(b + kHeaderBlocks);
     cache_.Prefetch(b);
+    if (b < append_hint_.size()) __builtin_prefetch(&append_hint_[b]);
   }
 
   // Starts loading the header and first slots of bucket b's block where
   // it is in memory (held or cached) and its tag filter, once
   // Prefetch(b)'s lines are in.
-  void PrefetchBlock(uint64_t b) {
+  // With `size`, also where an Append of a record of that EncodedSize
+  // would store it, as the block was when a write last left it
+  // (append_hint_): no wait for the header to say where.
+  void PrefetchBlock(uint64_t b, size_t size = 0) {
     // The held filter is written at the end of an edit, held or cached.
     if (b < held_filter_.size()) __builtin_prefetch(&held_filter_[b], 1);
-    if (const std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
-      PrefetchDirectory(held);
-    } else if (const std::byte* cached = cache_.PrefetchBlock(b)) {
-      PrefetchDirectory(cached);
+    const std::byte* bytes = blocks_->Held(b + kHeaderBlocks);
+    if (bytes == nullptr) bytes = cache_.PrefetchBlock(b);
+    if (bytes == nullptr) return;
+    PrefetchDirectory(bytes);
+    if (size > 0) {
+      EncodedBlock::PrefetchAppendAt(
+          bytes, block_size_, b < append_hint_.size() ? append_hint_[b] : 0,
+          size);
     }
   }
 
@@ -252,6 +260,11 @@ class BucketStore {
   // By bucket, the tag filter of its block while held, and the buckets
   // whose held blocks changed since the last refresh.
   std::vector<TagFilter> held_filter_;
+  // By bucket: the block's append_point() when a write last left it held
+  // (0, an empty block's, for one no write has since the table opened):
+  // where its next append likely goes. A hint for PrefetchBlock only; a
+  // stale one costs a wasted load.
+  std::vector<uint32_t> append_hint_;
   std::vector<uint64_t> edited_;
   std::vector<bool> listed_;  // by bucket: in edited_
   // The sequence of the checkpoint whose thread seals the frozen blocks:
