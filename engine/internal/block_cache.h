@@ -81,26 +81,17 @@ class BlockCache {
     if (b < slot_of_.size()) __builtin_prefetch(&slot_of_[b]);
   }
 
-  // Starts loading bucket b's filter, once Prefetch(b)'s line is in, and
-  // returns where its cached block lies (null when it is not cached), for
-  // the caller to prefetch what of it an edit reads first.
-  const std::byte* PrefetchBlock(uint64_t b) {
-    if (!enabled()) return nullptr;
-    MutexLock lock(&mu_);
-    const uint32_t slot = SlotOf(b);
-    if (slot == kNoSlot) return nullptr;
-    __builtin_prefetch(&filter_[slot], 1);
-    return BytesOf(slot);
-  }
-
-  // Calls fn(bytes) with bucket b's cached block, if it is cached; counts
-  // no hit or miss and marks nothing. fn must only read.
+  // Calls fn(bytes, filter) with bucket b's cached block and its tag
+  // filter (null when the cache keeps none), if it is cached; counts no
+  // hit or miss and marks nothing. fn must only read (or prefetch).
   template <typename Fn>
   void Peek(uint64_t b, Fn fn) {
     if (!enabled()) return;
     MutexLock lock(&mu_);
     const uint32_t slot = SlotOf(b);
-    if (slot != kNoSlot) fn(BytesOf(slot));
+    if (slot == kNoSlot) return;
+    fn(static_cast<const std::byte*>(BytesOf(slot)),
+       summarize_ != nullptr ? &filter_[slot] : nullptr);
   }
 
   // Whether bucket b is cached; counts no hit or miss and marks nothing.

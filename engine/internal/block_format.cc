@@ -190,7 +190,6 @@ void EncodedBlock::PrefetchEdit(uint16_t tag, size_t size,
       return;
     }
   }
-  if (size == 0 || !Fits(size)) return;
   PrefetchAppendAt(bytes_.data(), bytes_.size(), append_point(), size);
 }
 

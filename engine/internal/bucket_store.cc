@@ -48,8 +48,8 @@ void BucketStore::CacheLender::TakeBack(std::span<const Leaving> leaving) {
     // every tag): the cache need not read the block to make it again,
     // tens of thousands of misses on the writer's path at a checkpoint.
     const TagFilter* filter = nullptr;
-    if (keep && b < filters_->size() && !(*filters_)[b].PassesAll()) {
-      filter = &(*filters_)[b];
+    if (keep && b < held_->size() && !(*held_)[b].filter.PassesAll()) {
+      filter = &(*held_)[b].filter;
     }
     returning_.push_back({b, l.slot, keep, filter});
   }
@@ -188,12 +188,12 @@ EncodedBlock BucketStore::Rebuild(uint64_t b) {
 // passing every tag: slower reads, never a wrong one.) A block is listed
 // once for all the edits of a write.
 void BucketStore::NoteEdited(uint64_t b) {
-  if (b >= held_filter_.size()) {
-    const uint64_t size = std::max<uint64_t>(b + 1, 2 * held_filter_.size());
-    held_filter_.resize(size, TagFilter::All());
+  if (b >= held_.size()) {
+    const uint64_t size = std::max<uint64_t>(b + 1, 2 * held_.size());
+    held_.resize(size);
     listed_.resize(size, false);
   }
-  held_filter_[b] = TagFilter::All();
+  held_[b].filter = TagFilter::All();
   if (!listed_[b]) {
     listed_[b] = true;
     edited_.push_back(b);
@@ -204,9 +204,8 @@ void BucketStore::RefreshFilters() {
   for (const uint64_t b : edited_) {
     listed_[b] = false;
     if (std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
-      held_filter_[b] = TagFilterOf({held, block_size_});
-      if (b >= append_hint_.size()) append_hint_.resize(held_filter_.size());
-      append_hint_[b] = View({held, block_size_}).append_point();
+      held_[b] = {TagFilterOf({held, block_size_}),
+                  View({held, block_size_}).append_point()};
     }
   }
   edited_.clear();

@@ -127,27 +127,29 @@ class BucketStore {
   void Prefetch(uint64_t b) {
     blocks_->PrefetchHeld(b + kHeaderBlocks);
     cache_.Prefetch(b);
-    if (b < append_hint_.size()) __builtin_prefetch(&append_hint_[b]);
+    if (b < held_.size()) {
+      // Written at the end of an edit, held or cached; 40 bytes, across
+      // two lines for some buckets.
+      __builtin_prefetch(&held_[b], 1);
+      __builtin_prefetch(&held_[b].filter + 1, 1);
+    }
   }
 
   // Starts loading the header and first slots of bucket b's block where
   // it is in memory (held or cached) and its tag filter, once
   // Prefetch(b)'s lines are in.
   // With `size`, also where an Append of a record of that EncodedSize
-  // would store it, as the block was when a write last left it
-  // (append_hint_): no wait for the header to say where.
+  // would store it, as the block was when a write last left it (the held
+  // summary's append point): no wait for the header to say where.
   void PrefetchBlock(uint64_t b, size_t size = 0) {
-    // The held filter is written at the end of an edit, held or cached.
-    if (b < held_filter_.size()) __builtin_prefetch(&held_filter_[b], 1);
-    const std::byte* bytes = blocks_->Held(b + kHeaderBlocks);
-    if (bytes == nullptr) bytes = cache_.PrefetchBlock(b);
-    if (bytes == nullptr) return;
-    PrefetchDirectory(bytes);
-    if (size > 0) {
-      EncodedBlock::PrefetchAppendAt(
-          bytes, block_size_, b < append_hint_.size() ? append_hint_[b] : 0,
-          size);
-    }
+    const uint32_t point = b < held_.size() ? held_[b].append_point : 0;
+    VisitInMemory(b, [&](const std::byte* bytes, const TagFilter* filter) {
+      if (filter != nullptr) __builtin_prefetch(filter);
+      PrefetchDirectory(bytes);
+      if (size > 0) {
+        EncodedBlock::PrefetchAppendAt(bytes, block_size_, point, size);
+      }
+    });
   }
 
   // Starts loading, to be written, what an edit of bucket b's block for a
@@ -157,16 +159,11 @@ class BucketStore {
   // (EncodedBlock::PrefetchEdit; its directory is searched only where the
   // block's filter passes the tag).
   void PrefetchEdit(uint64_t b, uint16_t tag, size_t size) {
-    const bool search = MayContain(b, tag);
-    auto prefetch = [&](std::byte* bytes) {
+    VisitInMemory(b, [&](const std::byte* bytes, const TagFilter* filter) {
       EncodedBlock(std::span<const std::byte>(bytes, block_size_))
-          .PrefetchEdit(tag, size, search);
-    };
-    if (std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
-      prefetch(held);
-    } else {
-      cache_.Peek(b, prefetch);
-    }
+          .PrefetchEdit(tag, size,
+                        filter == nullptr || filter->MayContain(tag));
+    });
   }
 
   // False only when bucket b's block is in memory and its tag filter
@@ -248,23 +245,38 @@ class BucketStore {
   // Lists bucket b among the blocks whose filters RefreshFilters makes,
   // its filter passing every tag until then.
   void NoteEdited(uint64_t b);
-  bool HeldMayContain(uint64_t b, uint16_t tag) const {
-    return b >= held_filter_.size() || held_filter_[b].MayContain(tag);
+  // Calls fn(bytes, filter) with bucket b's block where it is in memory
+  // to be edited where it lies (held, or cached) and the tag filter kept
+  // for it (null: none, every tag passes); reads only.
+  template <typename Fn>
+  void VisitInMemory(uint64_t b, Fn fn) {
+    if (const std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
+      fn(held, b < held_.size() ? &held_[b].filter : nullptr);
+    } else {
+      cache_.Peek(b, fn);
+    }
   }
+  bool HeldMayContain(uint64_t b, uint16_t tag) const {
+    return b >= held_.size() || held_[b].filter.MayContain(tag);
+  }
+
 
   const uint32_t block_size_;
   const uint32_t block_records_;
   std::unique_ptr<BlockMap> places_;
   std::unique_ptr<DeferredDevice> blocks_;
   BlockCache cache_;
-  // By bucket, the tag filter of its block while held, and the buckets
+  // By bucket, what a write left of its block while held: its tag filter
+  // (passing every tag while a write edits it, and for a block no write
+  // has held since the table opened) and its append_point() (0, an empty
+  // block's, for those), where its next append likely goes: a hint for
+  // PrefetchBlock only, a stale one costs a wasted load. And the buckets
   // whose held blocks changed since the last refresh.
-  std::vector<TagFilter> held_filter_;
-  // By bucket: the block's append_point() when a write last left it held
-  // (0, an empty block's, for one no write has since the table opened):
-  // where its next append likely goes. A hint for PrefetchBlock only; a
-  // stale one costs a wasted load.
-  std::vector<uint32_t> append_hint_;
+  struct HeldSummary {
+    TagFilter filter = TagFilter::All();
+    uint32_t append_point = 0;
+  };
+  std::vector<HeldSummary> held_;
   std::vector<uint64_t> edited_;
   std::vector<bool> listed_;  // by bucket: in edited_
   // The sequence of the checkpoint whose thread seals the frozen blocks:
@@ -276,8 +288,8 @@ class BucketStore {
   // Lends the cache's slots to the deferred device and takes them back.
   class CacheLender final : public DeferredDevice::Lender {
    public:
-    CacheLender(BlockCache* cache, const std::vector<TagFilter>* filters)
-        : cache_(cache), filters_(filters) {}
+    CacheLender(BlockCache* cache, const std::vector<HeldSummary>* held)
+        : cache_(cache), held_(held) {}
     std::byte* Lend() override { return cache_->Lend(); }
     bool Owns(const std::byte* slot) const override {
       return cache_->Owns(slot);
@@ -286,11 +298,11 @@ class BucketStore {
 
    private:
     BlockCache* const cache_;
-    // The store's held_filter_.
-    const std::vector<TagFilter>* const filters_;
+    // The store's held_.
+    const std::vector<HeldSummary>* const held_;
     std::vector<BlockCache::Returning> returning_;
   };
-  CacheLender lender_{&cache_, &held_filter_};
+  CacheLender lender_{&cache_, &held_};
   // Reads run under the table's reader lock, so their count is atomic.
   std::atomic<uint64_t> held_hits_{0};
 };
