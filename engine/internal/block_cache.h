@@ -81,17 +81,22 @@ class BlockCache {
     if (b < slot_of_.size()) __builtin_prefetch(&slot_of_[b]);
   }
 
-  // Calls fn(bytes, filter) with bucket b's cached block and its tag
-  // filter (null when the cache keeps none), if it is cached; counts no
-  // hit or miss and marks nothing. fn must only read (or prefetch).
-  template <typename Fn>
-  void Peek(uint64_t b, Fn fn) {
-    if (!enabled()) return;
+  // Where bucket b's cached block and its tag filter lie (filter null
+  // when the cache keeps none; both null when b is not cached); counts no
+  // hit or miss and marks nothing. They stay valid until the cache next
+  // changes: for a caller that keeps every other user of the cache out
+  // (the table's writer) to read or prefetch them after the lock is let
+  // go, so that no load of theirs holds up its release.
+  struct Place {
+    const std::byte* bytes = nullptr;
+    const TagFilter* filter = nullptr;
+  };
+  Place Locate(uint64_t b) {
+    if (!enabled()) return {};
     MutexLock lock(&mu_);
     const uint32_t slot = SlotOf(b);
-    if (slot == kNoSlot) return;
-    fn(static_cast<const std::byte*>(BytesOf(slot)),
-       summarize_ != nullptr ? &filter_[slot] : nullptr);
+    if (slot == kNoSlot) return {};
+    return {BytesOf(slot), summarize_ != nullptr ? &filter_[slot] : nullptr};
   }
 
   // Whether bucket b is cached; counts no hit or miss and marks nothing.

@@ -142,14 +142,15 @@ class BucketStore {
   // would store it, as the block was when a write last left it (the held
   // summary's append point): no wait for the header to say where.
   void PrefetchBlock(uint64_t b, size_t size = 0) {
-    const uint32_t point = b < held_.size() ? held_[b].append_point : 0;
-    VisitInMemory(b, [&](const std::byte* bytes, const TagFilter* filter) {
-      if (filter != nullptr) __builtin_prefetch(filter);
-      PrefetchDirectory(bytes);
-      if (size > 0) {
-        EncodedBlock::PrefetchAppendAt(bytes, block_size_, point, size);
-      }
-    });
+    const BlockCache::Place place = EditPlace(b);
+    if (place.bytes == nullptr) return;
+    if (place.filter != nullptr) __builtin_prefetch(place.filter);
+    PrefetchDirectory(place.bytes);
+    if (size > 0) {
+      EncodedBlock::PrefetchAppendAt(
+          place.bytes, block_size_,
+          b < held_.size() ? held_[b].append_point : 0, size);
+    }
   }
 
   // Starts loading, to be written, what an edit of bucket b's block for a
@@ -159,11 +160,11 @@ class BucketStore {
   // (EncodedBlock::PrefetchEdit; its directory is searched only where the
   // block's filter passes the tag).
   void PrefetchEdit(uint64_t b, uint16_t tag, size_t size) {
-    VisitInMemory(b, [&](const std::byte* bytes, const TagFilter* filter) {
-      EncodedBlock(std::span<const std::byte>(bytes, block_size_))
-          .PrefetchEdit(tag, size,
-                        filter == nullptr || filter->MayContain(tag));
-    });
+    const BlockCache::Place place = EditPlace(b);
+    if (place.bytes == nullptr) return;
+    EncodedBlock(std::span<const std::byte>(place.bytes, block_size_))
+        .PrefetchEdit(tag, size,
+                      place.filter == nullptr || place.filter->MayContain(tag));
   }
 
   // False only when bucket b's block is in memory and its tag filter
@@ -245,16 +246,15 @@ class BucketStore {
   // Lists bucket b among the blocks whose filters RefreshFilters makes,
   // its filter passing every tag until then.
   void NoteEdited(uint64_t b);
-  // Calls fn(bytes, filter) with bucket b's block where it is in memory
-  // to be edited where it lies (held, or cached) and the tag filter kept
-  // for it (null: none, every tag passes); reads only.
-  template <typename Fn>
-  void VisitInMemory(uint64_t b, Fn fn) {
+  // Where bucket b's block lies in memory to be edited where it lies
+  // (held, or cached), with the tag filter kept for it (null: none, every
+  // tag passes); both null when it is in neither. For the writer: valid
+  // until the held blocks or the cache next change.
+  BlockCache::Place EditPlace(uint64_t b) {
     if (const std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
-      fn(held, b < held_.size() ? &held_[b].filter : nullptr);
-    } else {
-      cache_.Peek(b, fn);
+      return {held, b < held_.size() ? &held_[b].filter : nullptr};
     }
+    return cache_.Locate(b);
   }
   bool HeldMayContain(uint64_t b, uint16_t tag) const {
     return b >= held_.size() || held_[b].filter.MayContain(tag);
