@@ -8,8 +8,9 @@
 #                              build-sanitize/, running the same suite; a
 #                              TSan build in build-tsan/ running the tests
 #                              with concurrent threads; and the libFuzzer
-#                              target (clang, build-fuzz/) for
-#                              RT_FUZZ_SECONDS (default 60) seconds
+#                              targets (clang, build-fuzz/: the table's
+#                              files, the server's parser) for
+#                              RT_FUZZ_SECONDS (default 60) seconds each
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 all=0
@@ -53,15 +54,19 @@ if [ "$sanitize" -eq 1 ]; then
   "$top/tools/setup.sh" clang libclang-rt-dev
   CC=clang CXX=clang++ "$top/tools/build.sh" build-fuzz \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRT_FUZZ=ON -DRT_BUILD_BENCH=OFF \
-    -- --target table_fuzz
-  mkdir -p "$top/build-fuzz/corpus"
-  echo "fuzzing table files for ${RT_FUZZ_SECONDS:-60} s"
-  if ! "$top/build-fuzz/tests/table_fuzz" \
-      -max_total_time="${RT_FUZZ_SECONDS:-60}" -max_len=256 \
-      -print_final_stats=1 "$top/build-fuzz/corpus" \
-      >"$top/build-fuzz/fuzz.log" 2>&1; then
-    tail -n 60 "$top/build-fuzz/fuzz.log"
-    exit 1
-  fi
-  grep -E "^stat::number_of_executed_units|^Done" "$top/build-fuzz/fuzz.log"
+    -- --target table_fuzz resp_fuzz
+  # target max_len seconds: the table's files, then the server's parser.
+  for run in "table_fuzz 256 ${RT_FUZZ_SECONDS:-60}" \
+             "resp_fuzz 4096 ${RT_FUZZ_SECONDS:-60}"; do
+    set -- $run
+    mkdir -p "$top/build-fuzz/corpus-$1"
+    echo "fuzzing with $1 for $3 s"
+    if ! "$top/build-fuzz/tests/$1" -max_total_time="$3" -max_len="$2" \
+        -print_final_stats=1 "$top/build-fuzz/corpus-$1" \
+        >"$top/build-fuzz/$1.log" 2>&1; then
+      tail -n 60 "$top/build-fuzz/$1.log"
+      exit 1
+    fi
+    grep -E "^stat::number_of_executed_units|^Done" "$top/build-fuzz/$1.log"
+  done
 fi

@@ -101,6 +101,14 @@ const std::vector<CommandSpec>& Commands() {
        "figures as one object",
        {"records", "json"},
        "roundtable demo --records=100000"},
+      {"serve",
+       "DIR",
+       "a Redis-protocol server over the table (made if missing) until "
+       "SIGTERM or SIGINT: redis-cli and every Redis client talk to it "
+       "(docs/server.md)",
+       {"port", "bind", "fsync", "requirepass", "requirepass_file",
+        "maxclients", "protected_mode", "cache_mb"},
+       "roundtable serve /tmp/users --port=6380 --fsync=always"},
       {"map",
        "",
        "the bucket of each hash on standard input, or the buckets touched by "

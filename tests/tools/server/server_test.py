@@ -1,0 +1,328 @@
+"""roundtable serve driven by real Redis clients: redis-cli (Debian's
+redis-tools) for the commands, their errors and RESP3, and redis-py
+(python3-redis) for pipelines, many connections and binary data; raw
+sockets for malformed input and the limits; SIGKILL and SIGTERM with each
+--fsync mode. The server's binary is $RT_CLI; every server listens on a
+loopback port the kernel picks and is stopped at the end."""
+import os
+import random
+import signal
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import redis
+
+CLI = os.environ["RT_CLI"]
+
+
+class Server:
+    """A `roundtable serve` process on a port of the kernel's choosing."""
+
+    def __init__(self, path, *flags):
+        self.proc = subprocess.Popen(
+            [CLI, "serve", path, "--port=0", *flags],
+            stderr=subprocess.PIPE, text=True)
+        self.lines = []
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            line = self.proc.stderr.readline()
+            if not line:
+                break
+            self.lines.append(line)
+            if "listening on" in line:
+                self.port = int(line.rsplit(":", 1)[1])
+                return
+        self.proc.kill()
+        raise RuntimeError("server did not start: " + "".join(self.lines))
+
+    def client(self, **kwargs):
+        return redis.Redis(port=self.port, socket_timeout=30, **kwargs)
+
+    def cli(self, *args, resp3=False, stdin=None):
+        command = ["redis-cli", "-p", str(self.port)]
+        if resp3:
+            command.append("-3")
+        out = subprocess.run(command + [str(a) for a in args], input=stdin,
+                             capture_output=True, text=True, timeout=60)
+        return out.stdout.rstrip("\n")
+
+    def stop(self, sig=signal.SIGTERM):
+        self.proc.send_signal(sig)
+        rest = self.proc.stderr.read()
+        self.proc.wait(timeout=120)
+        self.proc.stderr.close()
+        return "".join(self.lines) + rest
+
+
+class ServerTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="rt_serve_")
+        self.path = os.path.join(self.dir, "t")
+        self.servers = []
+
+    def tearDown(self):
+        for s in self.servers:
+            if s.proc.poll() is None:
+                s.stop(signal.SIGKILL)
+        shutil.rmtree(self.dir)
+
+    def start(self, *flags):
+        s = Server(self.path, *flags)
+        self.servers.append(s)
+        return s
+
+    def test_redis_cli_runs_every_command(self):
+        s = self.start()
+        cases = [
+            (["PING"], "PONG"),
+            (["ECHO", "hi there"], "hi there"),
+            (["SET", "k", "v"], "OK"),
+            (["SET", "k", "w", "NX"], ""),
+            (["SET", "k", "w", "XX", "GET"], "v"),
+            (["GET", "k"], "w"),
+            (["SETNX", "k", "x"], "0"),
+            (["GETSET", "k", "x"], "w"),
+            (["APPEND", "k", "yz"], "3"),
+            (["STRLEN", "k"], "3"),
+            (["GETRANGE", "k", "0", "-2"], "xy"),
+            (["SETRANGE", "k", "1", "AB"], "3"),
+            (["GETDEL", "k"], "xAB"),
+            (["MSET", "a", "1", "b", "2"], "OK"),
+            (["MSETNX", "a", "1", "c", "3"], "0"),
+            (["MGET", "a", "b", "c"], "1\n2"),
+            (["INCR", "a"], "2"),
+            (["INCRBY", "a", "10"], "12"),
+            (["DECR", "a"], "11"),
+            (["DECRBY", "a", "20"], "-9"),
+            (["INCRBYFLOAT", "a", "0.5"], "-8.5"),
+            (["EXISTS", "a", "b", "c"], "2"),
+            (["TYPE", "a"], "string"),
+            (["TTL", "a"], "-1"),
+            (["TTL", "c"], "-2"),
+            (["DBSIZE"], "2"),
+            (["DEL", "a", "c"], "1"),
+            (["UNLINK", "b"], "1"),
+            (["DBSIZE"], "0"),
+            (["SELECT", "0"], "OK"),
+            (["CLIENT", "SETNAME", "me"], "OK"),
+            (["CONFIG", "GET", "appendonly"], "appendonly\nyes"),
+            (["FLUSHDB"], "OK"),
+            (["RANDOMKEY"], ""),
+        ]
+        for args, want in cases:
+            self.assertEqual(s.cli(*args), want, args)
+        # Errors, as redis-cli prints them.
+        errors = [
+            (["GET"], "ERR wrong number of arguments for 'get' command"),
+            (["NOSUCH", "x"],
+             "ERR unknown command 'NOSUCH', with args beginning with: 'x' "),
+            (["SET", "k", "v", "EX", "5"], "ERR expiry is not supported"),
+            (["SET", "n", "x"], "OK"),
+            (["INCR", "n"], "ERR value is not an integer or out of range"),
+            (["SELECT", "3"], "ERR DB index is out of range"),
+            (["AUTH", "x"], "ERR AUTH <password> called without any password"),
+        ]
+        for args, want in errors:
+            self.assertTrue(s.cli(*args).startswith(want), (args, s.cli(*args)))
+        keys = set(s.cli("MSET", "x1", "1", "x2", "2", "y", "3") and
+                   s.cli("KEYS", "x*").split("\n"))
+        self.assertEqual(keys, {"x1", "x2"})
+        info = s.cli("INFO")
+        self.assertIn("redis_version:", info)
+        self.assertIn("db0:keys=4,", info)
+        self.assertIn("# Table", info)
+
+    def test_resp3_through_hello(self):
+        s = self.start()
+        self.assertEqual(s.cli("GET", "none", resp3=True), "")
+        self.assertEqual(s.cli("HELLO", "4"),
+                         "NOPROTO unsupported protocol version")
+        hello = s.cli("HELLO", "3", resp3=True)
+        self.assertIn("proto 3", hello)
+        raw = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+        raw.sendall(b"HELLO 3\r\nGET none\r\nCONFIG GET appendfsync\r\n")
+        data = b""
+        while not data.endswith(b"$8\r\neverysec\r\n"):
+            chunk = raw.recv(65536)
+            self.assertTrue(chunk)
+            data += chunk
+        self.assertTrue(data.startswith(b"%7\r\n"))
+        self.assertIn(b"\r\n_\r\n%1\r\n$11\r\nappendfsync\r\n", data)
+        raw.close()
+
+    def test_pipelines_connections_and_binary_data(self):
+        s = self.start()
+        r = s.client()
+        rng = random.Random(3)
+        model = {}
+        pipe = r.pipeline(transaction=False)
+        for i in range(2000):
+            key = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 40)))
+            value = bytes(rng.randrange(256)
+                          for _ in range(rng.choice([0, 10, 100, 3000, 70000])))
+            pipe.set(key, value)
+            model[key] = value
+        self.assertTrue(all(pipe.execute()))
+        pipe = r.pipeline(transaction=False)
+        for key in model:
+            pipe.get(key)
+        self.assertEqual(pipe.execute(), list(model.values()))
+        self.assertEqual(r.dbsize(), len(model))
+        # Transactions are refused, as docs/server.md says.
+        with self.assertRaises(redis.ResponseError):
+            tx = r.pipeline(transaction=True)
+            tx.set("t", "1")
+            tx.execute()
+        # Many connections at once, each incrementing its own and a shared
+        # counter: the shared one sees every increment.
+        errors = []
+
+        def worker(n):
+            try:
+                c = s.client()
+                for _ in range(50):
+                    c.incr("shared")
+                    c.incr(f"own{n}")
+                c.close()
+            except Exception as e:  # reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=worker, args=(n,))
+                   for n in range(200)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        self.assertEqual(errors, [])
+        self.assertEqual(int(r.get("shared")), 200 * 50)
+        self.assertEqual({int(r.get(f"own{n}")) for n in range(200)}, {50})
+
+    def test_a_stalled_client_does_not_stall_the_others(self):
+        s = self.start()
+        r = s.client()
+        r.set("big", b"x" * (1 << 20))
+        # Asks for 300 MiB of replies and reads none of them.
+        stalled = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+        stalled.sendall(b"GET big\r\n" * 300)
+        for i in range(200):
+            self.assertEqual(r.set(f"k{i}", i), True)
+        self.assertEqual(r.get("k199"), b"199")
+        stalled.close()
+        self.assertEqual(r.ping(), True)
+
+    def raw_exchange(self, port, data):
+        """Sends `data` and reads until the server closes (or 30 s)."""
+        sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        try:
+            if data:
+                sock.sendall(data)
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass  # the server closed first: read what it said
+        out = b""
+        while True:
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        sock.close()
+        return out
+
+    def test_malformed_input_gets_an_error_and_a_close(self):
+        s = self.start()
+        cases = [
+            (b"*1\r\n:3\r\n", b"-ERR Protocol error: expected '$', got ':'"),
+            (b"*1\r\n$-7\r\n", b"-ERR Protocol error: invalid bulk length"),
+            (b"*1\r\n$999999999999\r\n",
+             b"-ERR Protocol error: invalid bulk length"),
+            (b"*9999999999\r\n", b"-ERR Protocol error: invalid multibulk length"),
+            (b"*abc\r\n", b"-ERR Protocol error: invalid multibulk length"),
+            (b"SET \"a\r\n", b"-ERR Protocol error: unbalanced quotes"),
+            (b"*1\r\n$3\r\nabcXY", b"-ERR Protocol error: expected CRLF"),
+            (b"x" * (70 << 10), b"-ERR Protocol error: too big inline request"),
+        ]
+        for data, want in cases:
+            self.assertTrue(self.raw_exchange(s.port, data).startswith(want),
+                            data[:40])
+        # Truncated frames get no reply; the connection just ends.
+        for data in [b"*2\r\n$3\r\nGET\r\n", b"*1\r\n$10\r\nabc", b"*3\r"]:
+            self.assertEqual(self.raw_exchange(s.port, data), b"")
+        # Random bytes never crash it.
+        rng = random.Random(9)
+        for _ in range(200):
+            junk = bytes(rng.randrange(256) for _ in range(rng.randrange(64)))
+            self.raw_exchange(s.port, b"*" + junk if rng.random() < 0.5 else junk)
+        self.assertEqual(s.client().ping(), True)
+
+    def test_limits_each_have_a_clear_error(self):
+        s = self.start("--maxclients=3")
+        clients = [socket.create_connection(("127.0.0.1", s.port), timeout=30)
+                   for _ in range(3)]
+        for c in clients:
+            c.sendall(b"PING\r\n")
+            self.assertEqual(c.recv(100), b"+PONG\r\n")
+        # Nothing sent: a refused client's unread request would make the
+        # close a reset, which may overtake the reply.
+        refused = self.raw_exchange(s.port, b"")
+        self.assertEqual(refused, b"-ERR max number of clients reached\r\n")
+        for c in clients:
+            c.close()
+        time.sleep(0.2)
+        self.assertEqual(s.client().ping(), True)
+
+    def test_password(self):
+        s = self.start("--requirepass=sesame")
+        self.assertEqual(s.cli("GET", "k"), "NOAUTH Authentication required.")
+        with self.assertRaisesRegex(
+                (redis.AuthenticationError, redis.ResponseError), "WRONGPASS"):
+            s.client(password="wrong").ping()
+        r = s.client(password="sesame")
+        self.assertEqual(r.set("k", "v"), True)
+        self.assertEqual(s.cli("-a", "sesame", "--no-auth-warning", "GET", "k"),
+                         "v")
+
+    def test_every_acknowledged_write_survives_sigkill(self):
+        for mode in ["always", "everysec", "no"]:
+            s = self.start(f"--fsync={mode}")
+            r = s.client()
+            pipe = r.pipeline(transaction=False)
+            for i in range(3000):
+                pipe.set(f"{mode}:{i}", f"value {i}")
+            self.assertTrue(all(pipe.execute()))
+            self.assertEqual(r.incr(f"{mode}:counter"), 1)
+            r.close()
+            s.stop(signal.SIGKILL)
+            s = self.start(f"--fsync={mode}")
+            r = s.client()
+            for m in ["always", "everysec", "no"]:
+                got = r.mget([f"{m}:{i}" for i in range(3000)])
+                if m == mode or got[0] is not None:
+                    self.assertEqual(got, [f"value {i}".encode()
+                                           for i in range(3000)], (mode, m))
+            self.assertEqual(r.get(f"{mode}:counter"), b"1")
+            self.assertIn("table_recovered_records", r.info("persistence"))
+            r.close()
+            s.stop(signal.SIGKILL)
+
+    def test_sigterm_closes_cleanly(self):
+        s = self.start()
+        s.client().set("k", "v")
+        log = s.stop(signal.SIGTERM)
+        self.assertEqual(s.proc.returncode, 0, log)
+        self.assertIn("table closed", log)
+        s = self.start()
+        info = s.client().info("persistence")
+        self.assertEqual(info["table_recovered_records"], 0)
+        self.assertEqual(s.client().get("k"), b"v")
+
+
+if __name__ == "__main__":
+    unittest.main()

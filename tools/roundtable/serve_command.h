@@ -1,0 +1,34 @@
+// roundtable serve: the Redis-protocol server over one table
+// (docs/server.md), from the command line to the table's close.
+//
+// Thread-safety: one call at a time per process (it owns the process's
+// SIGTERM and SIGINT handlers while it runs).
+#ifndef ROUNDTABLE_TOOLS_ROUNDTABLE_SERVE_COMMAND_H_
+#define ROUNDTABLE_TOOLS_ROUNDTABLE_SERVE_COMMAND_H_
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include "absl/status/status.h"
+#include "tools/server/commands.h"
+
+namespace roundtable::cli {
+
+struct ServeOptions {
+  server::ServerConfig config;
+  uint64_t cache_bytes = uint64_t{256} << 20;  // the table's block cache
+};
+
+// "always", "everysec" or "no" (appendfsync's names).
+absl::StatusOr<server::FsyncPolicy> ParseFsyncPolicy(std::string_view name);
+
+// Opens (or creates) the table at `dir`, serves it until SIGTERM or
+// SIGINT, then closes it (a checkpoint: the next start replays nothing).
+// Says where it listens on `log` once it does ("listening on HOST:PORT").
+absl::Status RunServe(const std::string& dir, const ServeOptions& options,
+                      std::ostream& log);
+
+}  // namespace roundtable::cli
+
+#endif  // ROUNDTABLE_TOOLS_ROUNDTABLE_SERVE_COMMAND_H_
