@@ -381,6 +381,31 @@ TEST_P(BlockDeviceContractTest, LedgerCountsTransfers) {
   EXPECT_GT(s.wait_ns, 0u);
 }
 
+// WriteChanged times what it waits for: a backend that stores the changed
+// bytes into a map waits for nothing and counts no wait; the others write
+// the block and count the time.
+TEST_P(BlockDeviceContractTest, WriteChangedCountsWaitOnlyForTransfers) {
+  ASSERT_TRUE(device_->Resize(2).ok());
+  const AlignedBuffer data = Pattern(0, 1, 3);
+  const uint64_t before = device_->stats().wait_ns;
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(device_->WriteChanged(1, data.span(), 16, 80).ok());
+  }
+  const IoStats s = device_->stats();
+  EXPECT_EQ(s.write_ops, 100u);
+  if (device_->capabilities().partial_writes) {
+    EXPECT_EQ(s.wait_ns, before);
+    EXPECT_EQ(s.bytes_written, 100u * 64);
+  } else {
+    EXPECT_GT(s.wait_ns, before);
+  }
+  // The changed bytes are there (a map stores only those).
+  AlignedBuffer got(kBlock);
+  ASSERT_TRUE(device_->Read(1, got.span()).ok());
+  EXPECT_EQ(std::memcmp(got.span().data() + 16, data.span().data() + 16, 64),
+            0);
+}
+
 TEST_P(BlockDeviceContractTest, ConcurrentBatchesFromTwoThreads) {
   const uint64_t per_thread = 64;
   ASSERT_TRUE(device_->Resize(2 * per_thread).ok());
