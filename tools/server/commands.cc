@@ -905,102 +905,112 @@ void Config(Call& c) {
   }
 }
 
+// INFO's sections: each a title and its fields, in Redis's order, then
+// the table's own.
+struct InfoSection {
+  std::string_view name;  // as INFO's argument names it
+  std::string_view title;
+  std::vector<std::pair<std::string_view, std::string>> fields;
+};
+
+std::vector<InfoSection> InfoSections(Call& c) {
+  const ServerConfig& config = *c.server.config();
+  const ServerStats& stats = *c.server.stats();
+  const TableStats t = c.table().GetStats();
+  const LogicalLedger& l = t.logical;
+  const int64_t uptime = std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::steady_clock::now() -
+                             c.server.started())
+                             .count();
+  auto n = [](auto v) { return absl::StrCat(v); };
+  std::vector<InfoSection> sections = {
+      {"server", "Server",
+       {{"redis_version", "7.0.0"},
+        {"roundtable_version", ROUNDTABLE_VERSION_STRING},
+        {"redis_mode", "standalone"},
+        {"process_id", n(getpid())},
+        {"tcp_port", n(config.port)},
+        {"uptime_in_seconds", n(uptime)},
+        {"uptime_in_days", n(uptime / 86400)}}},
+      {"clients", "Clients",
+       {{"connected_clients", n(stats.connected_clients)},
+        {"maxclients", n(config.maxclients)}}},
+      {"memory", "Memory",
+       {{"maxmemory", n(config.memory_budget_bytes)},
+        {"table_held_blocks", n(t.held_blocks)},
+        {"table_buffered_bytes", n(t.buffered_bytes)},
+        {"table_stash_bytes", n(t.stash_bytes)}}},
+      {"persistence", "Persistence",
+       {{"loading", "0"},
+        {"aof_enabled", "1"},
+        {"appendfsync", FsyncPolicyName(config.fsync)},
+        {"table_wal_bytes", n(t.wal_bytes)},
+        {"table_checkpoints", n(t.checkpoints)},
+        {"table_recovered_records", n(t.recovered_records)},
+        {"log_syncs", n(stats.syncs)},
+        {"log_sync_errors", n(stats.sync_errors)}}},
+      {"stats", "Stats",
+       {{"total_connections_received", n(stats.connections_received)},
+        {"total_commands_processed", n(stats.commands_processed)},
+        {"total_net_input_bytes", n(stats.net_input_bytes)},
+        {"total_net_output_bytes", n(stats.net_output_bytes)},
+        {"rejected_connections", n(stats.rejected_connections)},
+        {"keyspace_hits", n(stats.keyspace_hits)},
+        {"keyspace_misses", n(stats.keyspace_misses)}}},
+      {"table", "Table",
+       {{"buckets", n(t.buckets)},
+        {"records", n(t.records)},
+        {"buffered_records", n(t.buffered_records)},
+        {"stash_records", n(t.stash_records)},
+        {"block_size", n(t.block_size)},
+        {"utilization", n(t.utilization)},
+        {"cache_hits", n(t.cache_hits)},
+        {"held_hits", n(t.held_hits)},
+        {"cache_misses", n(t.cache_misses)},
+        {"value_count", n(t.value_count)},
+        {"value_bytes", n(t.value_bytes)},
+        {"get_reads", n(l.get_reads)},
+        {"put_reads", n(l.put_reads)},
+        {"put_writes", n(l.put_writes)},
+        {"delete_reads", n(l.delete_reads)},
+        {"delete_writes", n(l.delete_writes)},
+        {"grows", n(l.grows)},
+        {"shrinks", n(l.shrinks)},
+        {"block_file_blocks_read", n(t.physical_blocks.blocks_read)},
+        {"block_file_blocks_written", n(t.physical_blocks.blocks_written)},
+        {"wal_bytes_written", n(t.physical_wal.bytes_written)},
+        {"wal_syncs", n(t.physical_wal.syncs)},
+        {"journal_bytes_written", n(t.physical_journal.bytes_written)}}},
+      {"keyspace", "Keyspace", {}},
+  };
+  const uint64_t keys = t.records + t.buffered_records;
+  if (keys > 0) {
+    sections.back().fields.emplace_back(
+        "db0", absl::StrCat("keys=", keys, ",expires=0,avg_ttl=0"));
+  }
+  return sections;
+}
+
 void Info(Call& c) {
   std::vector<std::string> wanted;
-  for (size_t i = 1; i < c.args.size(); ++i) {
-    wanted.push_back(Lower(c.arg(i)));
-  }
-  auto want = [&](std::string_view section, bool by_default) {
-    if (wanted.empty()) return by_default;
+  for (size_t i = 1; i < c.args.size(); ++i) wanted.push_back(Lower(c.arg(i)));
+  // Every section is a default one; "all" and "everything" name them all.
+  auto want = [&](std::string_view section) {
+    if (wanted.empty()) return true;
     for (const std::string& w : wanted) {
-      if (w == section || w == "all" || w == "everything" ||
-          (w == "default" && by_default)) {
+      if (w == section || w == "all" || w == "everything" || w == "default") {
         return true;
       }
     }
     return false;
   };
-  const ServerConfig& config = *c.server.config();
-  const ServerStats& stats = *c.server.stats();
-  const TableStats t = c.table().GetStats();
-  const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(
-                          std::chrono::steady_clock::now() -
-                          c.server.started())
-                          .count();
   std::string text;
-  if (want("server", true)) {
-    absl::StrAppend(&text, "# Server\r\n",
-                    "redis_version:7.0.0\r\n",
-                    "roundtable_version:", ROUNDTABLE_VERSION_STRING, "\r\n",
-                    "redis_mode:standalone\r\n",
-                    "process_id:", getpid(), "\r\n",
-                    "tcp_port:", config.port, "\r\n",
-                    "uptime_in_seconds:", uptime, "\r\n",
-                    "uptime_in_days:", uptime / 86400, "\r\n\r\n");
-  }
-  if (want("clients", true)) {
-    absl::StrAppend(&text, "# Clients\r\n",
-                    "connected_clients:", stats.connected_clients, "\r\n",
-                    "maxclients:", config.maxclients, "\r\n\r\n");
-  }
-  if (want("memory", true)) {
-    absl::StrAppend(&text, "# Memory\r\n",
-                    "maxmemory:", config.memory_budget_bytes, "\r\n",
-                    "table_held_blocks:", t.held_blocks, "\r\n",
-                    "table_buffered_bytes:", t.buffered_bytes, "\r\n",
-                    "table_stash_bytes:", t.stash_bytes, "\r\n\r\n");
-  }
-  if (want("persistence", true)) {
-    absl::StrAppend(&text, "# Persistence\r\n",
-                    "loading:0\r\n",
-                    "aof_enabled:1\r\n",
-                    "appendfsync:", FsyncPolicyName(config.fsync), "\r\n",
-                    "table_wal_bytes:", t.wal_bytes, "\r\n",
-                    "table_checkpoints:", t.checkpoints, "\r\n",
-                    "table_recovered_records:", t.recovered_records, "\r\n",
-                    "log_syncs:", stats.syncs, "\r\n",
-                    "log_sync_errors:", stats.sync_errors, "\r\n\r\n");
-  }
-  if (want("stats", true)) {
-    absl::StrAppend(&text, "# Stats\r\n",
-                    "total_connections_received:", stats.connections_received,
-                    "\r\n",
-                    "total_commands_processed:", stats.commands_processed,
-                    "\r\n",
-                    "total_net_input_bytes:", stats.net_input_bytes, "\r\n",
-                    "total_net_output_bytes:", stats.net_output_bytes, "\r\n",
-                    "rejected_connections:", stats.rejected_connections,
-                    "\r\n",
-                    "keyspace_hits:", stats.keyspace_hits, "\r\n",
-                    "keyspace_misses:", stats.keyspace_misses, "\r\n\r\n");
-  }
-  if (want("table", true)) {
-    const LogicalLedger& l = t.logical;
-    absl::StrAppend(
-        &text, "# Table\r\n", "buckets:", t.buckets, "\r\n",
-        "records:", t.records, "\r\n",
-        "buffered_records:", t.buffered_records, "\r\n",
-        "stash_records:", t.stash_records, "\r\n",
-        "block_size:", t.block_size, "\r\n",
-        "utilization:", t.utilization, "\r\n",
-        "cache_hits:", t.cache_hits, "\r\n",
-        "held_hits:", t.held_hits, "\r\n",
-        "cache_misses:", t.cache_misses, "\r\n",
-        "value_count:", t.value_count, "\r\n",
-        "value_bytes:", t.value_bytes, "\r\n",
-        "get_reads:", l.get_reads, "\r\n",
-        "put_reads:", l.put_reads, "\r\n",
-        "put_writes:", l.put_writes, "\r\n",
-        "delete_reads:", l.delete_reads, "\r\n",
-        "delete_writes:", l.delete_writes, "\r\n",
-        "grows:", l.grows, "\r\n",
-        "shrinks:", l.shrinks, "\r\n\r\n");
-  }
-  if (want("keyspace", true)) {
-    absl::StrAppend(&text, "# Keyspace\r\n");
-    const uint64_t keys = t.records + t.buffered_records;
-    if (keys > 0) {
-      absl::StrAppend(&text, "db0:keys=", keys, ",expires=0,avg_ttl=0\r\n");
+  for (const InfoSection& s : InfoSections(c)) {
+    if (!want(s.name)) continue;
+    if (!text.empty()) text.append("\r\n");
+    absl::StrAppend(&text, "# ", AV(s.title), "\r\n");
+    for (const auto& [field, value] : s.fields) {
+      absl::StrAppend(&text, AV(field), ":", value, "\r\n");
     }
   }
   c.reply.Verbatim(text);
