@@ -136,23 +136,6 @@ ABSL_FLAG(std::string, plot, "",
           "experiment stash --trace/transfers: draw the CSV as a PNG here "
           "(needs gnuplot)");
 
-ABSL_FLAG(int, port, 6380, "serve: the TCP port (0: one the kernel picks)");
-ABSL_FLAG(std::string, bind, "127.0.0.1",
-          "serve: the address to listen on (::1, 0.0.0.0, ...)");
-ABSL_FLAG(std::string, fsync, "everysec",
-          "serve: when a write's reply goes: always (after the log is "
-          "synced), everysec (the log synced every second), no");
-ABSL_FLAG(std::string, requirepass, "",
-          "serve: the password clients give with AUTH (empty: none)");
-ABSL_FLAG(std::string, requirepass_file, "",
-          "serve: read the password from this file (its first line)");
-ABSL_FLAG(uint64_t, maxclients, 10000,
-          "serve: clients connected at once; more are refused");
-ABSL_FLAG(bool, protected_mode, true,
-          "serve: with no password, refuse clients that are not on the "
-          "loopback");
-ABSL_FLAG(uint64_t, cache_mb, 256, "serve: the table's block cache, MiB");
-
 namespace roundtable::cli {
 namespace {
 
@@ -555,23 +538,13 @@ int TableCommand(const std::vector<std::string>& words,
           "DIR [--port=6380 --bind=127.0.0.1 --fsync=everysec "
           "--requirepass=PASS --maxclients=N --cache_mb=256]");
     }
-    ServeOptions o;
-    o.config.port = absl::GetFlag(FLAGS_port);
-    o.config.bind = absl::GetFlag(FLAGS_bind);
-    auto fsync = ParseFsyncPolicy(absl::GetFlag(FLAGS_fsync));
-    if (!fsync.ok()) return Usage(command, std::string(fsync.status().message()));
-    o.config.fsync = *fsync;
-    o.config.requirepass = absl::GetFlag(FLAGS_requirepass);
-    if (const std::string file = absl::GetFlag(FLAGS_requirepass_file);
-        !file.empty()) {
-      auto text = ReadAll(file);
-      if (!text.ok()) return Fail(command, text.status());
-      o.config.requirepass = text->substr(0, text->find('\n'));
+    auto o = ServeOptionsFromFlags();
+    if (!o.ok()) {
+      return absl::IsInvalidArgument(o.status())
+                 ? Usage(command, std::string(o.status().message()))
+                 : Fail(command, o.status());
     }
-    o.config.maxclients = absl::GetFlag(FLAGS_maxclients);
-    o.config.protected_mode = absl::GetFlag(FLAGS_protected_mode);
-    o.cache_bytes = absl::GetFlag(FLAGS_cache_mb) << 20;
-    status = RunServe(words[1], o, std::cerr);
+    status = RunServe(words[1], *o, std::cerr);
   } else if (command == "demo") {
     if (args > 1) return usage("[DIR] [--records=N] [--json]");
     std::string dir;

@@ -3,12 +3,31 @@
 #include <signal.h>
 
 #include <atomic>
+#include <fstream>
 #include <ostream>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "io/base/status_macros.h"
 #include "roundtable/table.h"
 #include "tools/server/server.h"
+
+ABSL_FLAG(int, port, 6380, "serve: the TCP port (0: one the kernel picks)");
+ABSL_FLAG(std::string, bind, "127.0.0.1",
+          "serve: the address to listen on (::1, 0.0.0.0, ...)");
+ABSL_FLAG(std::string, fsync, "everysec",
+          "serve: when a write's reply goes: always (after the log is "
+          "synced), everysec (the log synced every second), no");
+ABSL_FLAG(std::string, requirepass, "",
+          "serve: the password clients give with AUTH (empty: none)");
+ABSL_FLAG(std::string, requirepass_file, "",
+          "serve: read the password from this file (its first line)");
+ABSL_FLAG(uint64_t, maxclients, 10000,
+          "serve: clients connected at once; more are refused");
+ABSL_FLAG(bool, protected_mode, true,
+          "serve: with no password, refuse clients that are not on the "
+          "loopback");
+ABSL_FLAG(uint64_t, cache_mb, 256, "serve: the table's block cache, MiB");
 
 namespace roundtable::cli {
 namespace {
@@ -28,6 +47,27 @@ absl::StatusOr<server::FsyncPolicy> ParseFsyncPolicy(std::string_view name) {
   if (name == "no") return server::FsyncPolicy::kNo;
   return absl::InvalidArgumentError(absl::StrCat(
       "--fsync: '", std::string(name), "' is not always, everysec or no"));
+}
+
+absl::StatusOr<ServeOptions> ServeOptionsFromFlags() {
+  ServeOptions o;
+  o.config.port = absl::GetFlag(FLAGS_port);
+  o.config.bind = absl::GetFlag(FLAGS_bind);
+  RT_ASSIGN_OR_RETURN(o.config.fsync,
+                      ParseFsyncPolicy(absl::GetFlag(FLAGS_fsync)));
+  o.config.requirepass = absl::GetFlag(FLAGS_requirepass);
+  if (const std::string file = absl::GetFlag(FLAGS_requirepass_file);
+      !file.empty()) {
+    std::ifstream in(file);
+    if (!in || !std::getline(in, o.config.requirepass)) {
+      return absl::NotFoundError(
+          absl::StrCat("--requirepass_file: cannot read a line of ", file));
+    }
+  }
+  o.config.maxclients = absl::GetFlag(FLAGS_maxclients);
+  o.config.protected_mode = absl::GetFlag(FLAGS_protected_mode);
+  o.cache_bytes = absl::GetFlag(FLAGS_cache_mb) << 20;
+  return o;
 }
 
 absl::Status RunServe(const std::string& dir, const ServeOptions& options,

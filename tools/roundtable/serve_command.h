@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "tools/server/commands.h"
 
 namespace roundtable::cli {
@@ -22,6 +23,12 @@ struct ServeOptions {
 
 // "always", "everysec" or "no" (appendfsync's names).
 absl::StatusOr<server::FsyncPolicy> ParseFsyncPolicy(std::string_view name);
+
+// The options of `roundtable serve` from its flags (--port, --bind,
+// --fsync, --requirepass or --requirepass_file, --maxclients,
+// --protected_mode, --cache_mb); InvalidArgument for a bad --fsync,
+// NotFound for an unreadable password file.
+absl::StatusOr<ServeOptions> ServeOptionsFromFlags();
 
 // Opens (or creates) the table at `dir`, serves it until SIGTERM or
 // SIGINT, then closes it (a checkpoint: the next start replays nothing).
