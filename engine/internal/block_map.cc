@@ -54,6 +54,17 @@ absl::Status BlockMap::Load(uint64_t buckets, bool stored) {
   const uint32_t bs = block_size();
   const uint64_t per = PerBlock(bs);
   const uint64_t map_blocks = BlocksFor(buckets, bs);
+  const uint64_t file_blocks = blocks_->num_blocks();
+  // Checked before anything is sized by the count: each bucket has a block
+  // of its own in the block file, and an entry in the map.
+  if (stored && (device_.num_blocks() < map_blocks ||
+                 file_blocks < kHeaderBlocks ||
+                 buckets > file_blocks - kHeaderBlocks)) {
+    return absl::DataLossError(absl::StrCat(
+        "block map: ", device_.num_blocks(), " map blocks and a block file of ",
+        file_blocks, " blocks for ", buckets, " buckets (", map_blocks,
+        " and ", kHeaderBlocks + buckets, " needed)"));
+  }
   place_.assign(buckets, kNoPlace);
   free_.clear();
   waiting_.clear();
@@ -63,12 +74,6 @@ absl::Status BlockMap::Load(uint64_t buckets, bool stored) {
     end_ = kHeaderBlocks + buckets;
     return device_.Resize(map_blocks);
   }
-  if (device_.num_blocks() < map_blocks) {
-    return absl::DataLossError(
-        absl::StrCat("block map: ", device_.num_blocks(), " blocks, ",
-                     map_blocks, " expected for ", buckets, " buckets"));
-  }
-  const uint64_t file_blocks = blocks_->num_blocks();
   std::vector<bool> used(file_blocks, false);
   end_ = kHeaderBlocks;
   io::AlignedBuffer buffer(bs);

@@ -193,6 +193,22 @@ TEST(BlockMapTest, AMapNoTableCouldHaveWrittenIsDataLoss) {
   EXPECT_TRUE(absl::IsDataLoss(loaded.Load(61, true)));
 }
 
+TEST(BlockMapTest, ABucketCountNoFileCouldHoldIsRefusedBeforeAnythingIsSized) {
+  Files f(4);
+  f.Checkpoint(4, 2);
+  // A count the block file (and the map) is far too short for, as a sealed
+  // but crafted superblock gives: refused from the files' sizes, before the
+  // places are sized by it (which for these counts would not fit in memory).
+  for (const uint64_t buckets : {uint64_t{50}, (uint64_t{3} << 29) + 34,
+                                 uint64_t{1} << 60}) {
+    SCOPED_TRACE(buckets);
+    BlockMap loaded(f.blocks.get(), f.map.get());
+    EXPECT_TRUE(absl::IsDataLoss(loaded.Load(buckets, true)));
+  }
+  BlockMap loaded(f.blocks.get(), f.map.get());
+  EXPECT_TRUE(loaded.Load(4, true).ok());
+}
+
 TEST(BlockMapTest, OnlyNewBucketsAreWrittenStraightToTheFile) {
   Files f(3);
   io::AlignedBuffer bytes(2 * kBlock);
