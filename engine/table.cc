@@ -186,42 +186,6 @@ std::vector<absl::StatusOr<std::string>> Table::Impl::MultiGet(
   return out;
 }
 
-absl::Status Table::Impl::BucketRecords(uint64_t b, std::vector<Record>* out,
-                                        bool* past_end, bool* damaged,
-                                        size_t* stored) {
-  ReaderMutexLock lock(&mu_);
-  RT_RETURN_IF_ERROR(CheckOpen());
-  *past_end = b >= table_.num_buckets();
-  out->clear();
-  if (*past_end) return absl::OkStatus();
-  io::AlignedBuffer buffer(layout_.block_size);
-  absl::Status loaded = store_.Load(b, buffer.span());
-  if (damaged != nullptr) *damaged = absl::IsDataLoss(loaded);
-  if (loaded.ok()) {
-    internal::EncodedBlock(buffer.span())
-        .ForEach([&](std::string_view k, std::string_view v) {
-          out->push_back(Record(k, v));
-        });
-  } else if (damaged == nullptr || !*damaged) {
-    return loaded;
-  }
-  if (const internal::Stash::List* list = table_.stash().ListOf(b)) {
-    for (const internal::Stash::Entry& e : *list) out->push_back(e.record);
-  }
-  if (stored != nullptr) *stored = out->size();
-  // A buffered put replaces the stored record of its key.
-  if (const internal::Stash::List* list = buffer_.ListOf(b)) {
-    absl::flat_hash_set<std::string_view> buffered;
-    for (const internal::Stash::Entry& e : *list) {
-      buffered.insert(e.record.key());
-    }
-    std::erase_if(*out,
-                  [&](const Record& r) { return buffered.contains(r.key()); });
-    for (const internal::Stash::Entry& e : *list) out->push_back(e.record);
-  }
-  return absl::OkStatus();
-}
-
 absl::Status Table::Impl::Write(std::span<const Op> ops,
                                 std::optional<std::string_view> record,
                                 const WriteOptions& w) {
@@ -578,81 +542,6 @@ std::vector<absl::StatusOr<std::string>> Table::MultiGet(
   return impl_->MultiGet(keys);
 }
 
-namespace {
-
-class TableIterator final : public Iterator {
- public:
-  explicit TableIterator(Table::Impl* impl) : impl_(impl) {
-    Load();
-    Settle();
-  }
-
-  bool Valid() const override { return pos_ < records_.size(); }
-  void Next() override {
-    if (++pos_ >= records_.size()) {
-      ++bucket_;
-      Load();
-    }
-    Settle();
-  }
-  std::string_view key() const override { return records_[pos_].key(); }
-  std::string_view value() const override {
-    return resolved_ ? std::string_view(value_) : records_[pos_].value();
-  }
-  absl::Status status() const override { return status_; }
-
- private:
-  // Moves to the first non-empty bucket from bucket_ on.
-  void Load() {
-    pos_ = 0;
-    while (true) {
-      bool past_end = false;
-      status_ = impl_->BucketRecords(bucket_, &records_, &past_end);
-      if (!status_.ok() || past_end) {
-        records_.clear();
-        return;
-      }
-      if (!records_.empty()) return;
-      ++bucket_;
-    }
-  }
-  // At a record whose value is out of line, reads it: as the key's value
-  // is now (an extent may have been freed since its bucket was read), and
-  // a record deleted since is passed over.
-  void Settle() {
-    resolved_ = false;
-    while (Valid() && internal::IsReference(records_[pos_].value())) {
-      const absl::Status s = impl_->Get(records_[pos_].key(), &value_);
-      if (s.ok()) {
-        resolved_ = true;
-        return;
-      }
-      if (!absl::IsNotFound(s)) {
-        status_ = s;
-        records_.clear();
-        return;
-      }
-      if (++pos_ >= records_.size()) {
-        ++bucket_;
-        Load();
-      }
-    }
-  }
-
-  Table::Impl* impl_;
-  uint64_t bucket_ = 0;
-  std::vector<Record> records_;
-  size_t pos_ = 0;
-  std::string value_;      // the value of a record stored out of line
-  bool resolved_ = false;  // value_ is the current record's
-  absl::Status status_;
-};
-
-}  // namespace
-
-std::unique_ptr<Iterator> Table::NewIterator() {
-  return std::make_unique<TableIterator>(impl_.get());
-}
 absl::Status Table::Close() { return impl_->Close(); }
 
 absl::Status Table::Check(const CheckProgress& progress) {

@@ -110,6 +110,12 @@ class ROUNDTABLE_HIDDEN Table::Impl {
   absl::Status BucketRecords(uint64_t b, std::vector<internal::Record>* out,
                              bool* past_end, bool* damaged = nullptr,
                              size_t* stored = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
+  // One step of Table::Scan (table_walk.cc): the keys of the bucket whose
+  // arc holds hash `from` that hash to `from` or past it, appended to
+  // *keys; returns the arc's end (0 at the circle's end).
+  absl::StatusOr<uint64_t> ScanArc(uint64_t from,
+                                   std::vector<std::string>* keys)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<SalvageReport> Salvage(Table& into,
                                         const RebuildProgress& progress)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -142,6 +148,10 @@ class ROUNDTABLE_HIDDEN Table::Impl {
   // records a read finds in memory, the buffer's first (a buffered put is
   // newer than what its block or stash list holds).
   internal::Record* FindInMemory(uint64_t b, std::string_view key, uint64_t h)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // BucketRecords' part under the lock.
+  absl::Status CollectBucket(uint64_t b, std::vector<internal::Record>* out,
+                             bool* damaged, size_t* stored)
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Starts loading what a put or delete in bucket b looks up first.
   void PrefetchBucket(uint64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

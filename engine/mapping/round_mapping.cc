@@ -27,6 +27,20 @@ uint64_t RoundState::BucketOfArc(uint64_t j) const {
   return BucketAt(k_ + j / s_, j % s_);
 }
 
+uint64_t RoundState::ArcEnd(uint64_t h) const {
+  const int lg = log2_groups_;
+  const uint64_t g = GroupOf(h);
+  const uint64_t t = arcs_in_group(g);
+  const uint64_t p = PositionOf(h, g);
+  // Group g's hashes are g * 2^(64 - lg) + y, y < 2^(64 - lg), and y lies in
+  // arc floor(y * 2^lg * t / 2^64); the next arc starts at the least y with
+  // y * t >= (p + 1) * 2^(64 - lg).
+  const unsigned __int128 width = static_cast<unsigned __int128>(1) << (64 - lg);
+  const unsigned __int128 next = ((p + 1) * width + t - 1) / t;
+  const unsigned __int128 end = g * width + next;
+  return static_cast<uint64_t>(end);  // 2^64, the circle's end, is 0
+}
+
 absl::Status CheckRoundShape(std::string_view scheme, uint64_t s0, uint64_t m,
                              uint64_t max_buckets) {
   if (s0 == 0) {

@@ -88,6 +88,11 @@ class RoundState {
   uint64_t FindArc(uint64_t h) const;
   // The bucket number carried by arc j, j < m.
   uint64_t BucketOfArc(uint64_t j) const;
+  // The first hash past the arc that h falls in, or 0 when that arc ends
+  // the circle: the hashes of h's bucket are [start, ArcEnd(h)), so a walk
+  // that steps from arc end to arc end covers each hash exactly once however
+  // m changes between its steps (Table::Scan).
+  uint64_t ArcEnd(uint64_t h) const;
 
  private:
   uint64_t s0_;

@@ -1,8 +1,9 @@
 // What the server's commands share, private to tools/server/: a running
 // request (Commands::Call), a command's description (Commands::Spec), the
 // parsing and error texts every handler uses, and the handlers that
-// admin_commands.cc defines (connection and server commands; the string
-// and key commands are in commands.cc, beside the table of all of them).
+// admin_commands.cc (connection and server commands) and key_commands.cc
+// define; the string commands are in commands.cc, beside the table of all
+// of them.
 // Thread-safety: as Commands.
 #ifndef ROUNDTABLE_TOOLS_SERVER_COMMAND_CALL_H_
 #define ROUNDTABLE_TOOLS_SERVER_COMMAND_CALL_H_
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "tools/server/commands.h"
@@ -81,6 +83,9 @@ using Spec = Commands::Spec;
 const std::vector<Spec>& Specs();
 const Spec* FindSpec(std::string_view name);
 
+// Whether `key` is stored (reads its block at most, never its value).
+absl::StatusOr<bool> Exists(Call& c, std::string_view key);
+
 // admin_commands.cc.
 void Ping(Call& c);
 void Echo(Call& c);
@@ -92,6 +97,17 @@ void Client(Call& c);
 void Command(Call& c);
 void Config(Call& c);
 void Info(Call& c);
+
+// key_commands.cc.
+void Type(Call& c);
+void Ttl(Call& c);
+void Persist(Call& c);
+void Expire(Call& c);
+void Keys(Call& c);
+void Scan(Call& c);
+void RandomKey(Call& c);
+void DbSize(Call& c);
+void FlushDb(Call& c);
 
 }  // namespace commands_internal
 }  // namespace roundtable::server

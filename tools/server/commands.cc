@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
-#include <random>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -58,6 +57,13 @@ bool EqualsNoCase(std::string_view a, std::string_view b) {
   return absl::EqualsIgnoreCase(AV(a), AV(b));
 }
 
+// Whether `key` is stored (reads its block at most, never its value).
+absl::StatusOr<bool> Exists(Call& c, std::string_view key) {
+  auto where = c.table().Locate(key);
+  if (!where.ok()) return where.status();
+  return where->where != KeyLocation::Where::kAbsent;
+}
+
 namespace {
 
 bool ParseDouble(std::string_view s, long double* out) {
@@ -91,13 +97,6 @@ std::optional<std::string> Lookup(Call& c, std::string_view key,
   }
   *failed = c.Failed(value.status());
   return std::nullopt;
-}
-
-// Whether `key` is stored (reads its block at most, never its value).
-absl::StatusOr<bool> Exists(Call& c, std::string_view key) {
-  auto where = c.table().Locate(key);
-  if (!where.ok()) return where.status();
-  return where->where != KeyLocation::Where::kAbsent;
 }
 
 bool Put(Call& c, std::string_view key, std::string_view value) {
@@ -430,92 +429,6 @@ void IncrByFloat(Call& c) {
   if (Put(c, c.arg(1), text)) c.reply.Bulk(text);
 }
 
-// --- Keys ---
-
-void Type(Call& c) {
-  auto e = Exists(c, c.arg(1));
-  if (c.Failed(e.status())) return;
-  c.reply.Simple(*e ? "string" : "none");
-}
-
-void Ttl(Call& c) {
-  auto e = Exists(c, c.arg(1));
-  if (c.Failed(e.status())) return;
-  // No key has a time to live: -1 for a key, -2 for none (Redis's codes).
-  c.reply.Integer(*e ? -1 : -2);
-}
-
-void Persist(Call& c) {
-  auto e = Exists(c, c.arg(1));
-  if (c.Failed(e.status())) return;
-  c.reply.Integer(0);  // nothing had a time to live to remove
-}
-
-void Expire(Call& c) { c.reply.Error(kNoExpiry); }
-
-void Keys(Call& c) {
-  std::vector<std::string> keys;
-  auto it = c.table().NewIterator();
-  for (; it->Valid(); it->Next()) {
-    if (Commands::GlobMatch(c.arg(1), it->key())) {
-      keys.emplace_back(it->key());
-    }
-  }
-  if (c.Failed(it->status())) return;
-  c.reply.Array(keys.size());
-  for (const std::string& k : keys) c.reply.Bulk(k);
-}
-
-void RandomKey(Call& c) {
-  // One pass over the records, keeping each with probability 1/i: every
-  // key equally likely. Costs a walk of the table.
-  thread_local std::mt19937_64 random(std::random_device{}());
-  std::optional<std::string> chosen;
-  uint64_t seen = 0;
-  auto it = c.table().NewIterator();
-  for (; it->Valid(); it->Next()) {
-    ++seen;
-    if (random() % seen == 0) chosen = std::string(it->key());
-  }
-  if (c.Failed(it->status())) return;
-  if (chosen) {
-    c.reply.Bulk(*chosen);
-  } else {
-    c.reply.Null();
-  }
-}
-
-void DbSize(Call& c) {
-  auto n = c.table().Count();
-  if (c.Failed(n.status())) return;
-  c.reply.Integer(static_cast<int64_t>(*n));
-}
-
-void FlushDb(Call& c) {
-  if (c.args.size() > 2 || (c.args.size() == 2 &&
-                             !EqualsNoCase(c.arg(1), "SYNC") &&
-                             !EqualsNoCase(c.arg(1), "ASYNC"))) {
-    c.reply.Error(kSyntaxError);
-    return;
-  }
-  // The keys first, then deleted in batches of a thousand: the walk sees
-  // each bucket once, and deleting while walking would shrink the table
-  // under it.
-  std::vector<std::string> keys;
-  auto it = c.table().NewIterator();
-  for (; it->Valid(); it->Next()) keys.emplace_back(it->key());
-  if (c.Failed(it->status())) return;
-  for (size_t i = 0; i < keys.size(); i += 1000) {
-    WriteBatch batch;
-    for (size_t j = i; j < std::min(keys.size(), i + 1000); ++j) {
-      batch.Delete(keys[j]);
-    }
-    if (c.Failed(c.table().Write(batch))) return;
-    c.wrote = true;
-  }
-  c.reply.Simple("OK");
-}
-
 }  // namespace
 
 // --- The table of commands ---
@@ -557,6 +470,7 @@ const std::vector<Spec>& Specs() {
       {"pttl", 2, {"readonly", "fast"}, 1, 1, 1, Ttl},
       {"quit", -1, {"loading", "stale", "fast", "no_auth"}, 0, 0, 0, Quit},
       {"randomkey", 1, {"readonly"}, 0, 0, 0, RandomKey},
+      {"scan", -2, {"readonly"}, 0, 0, 0, Scan},
       {"select", 2, {"loading", "stale", "fast"}, 0, 0, 0, Select},
       {"set", -3, {"write", "denyoom"}, 1, 1, 1, SetCommand},
       {"setnx", 3, {"write", "denyoom", "fast"}, 1, 1, 1, SetNx},

@@ -198,6 +198,22 @@ class ROUNDTABLE_EXPORT Table {
   // A walk over every record; see Iterator.
   std::unique_ptr<Iterator> NewIterator();
 
+  // One step of a walk over the keys in the order of their hashes, resumed
+  // from a cursor across calls with any writes between them (Redis's
+  // SCAN). A walk starts at cursor 0. Each call appends to *keys the keys
+  // of whole buckets, from the one whose hashes hold `cursor` on (of that
+  // one, the keys hashing to `cursor` or past it), until it has appended
+  // `count` keys or read `count` buckets (at least one), and returns the
+  // cursor to go on from: 0 once the walk has passed the last hash. A key
+  // in the table from the walk's first call to its last is given exactly
+  // once, however the table grew or shrank in between; one written or
+  // deleted during the walk may be given or not. Any value is a cursor (the
+  // hash a step starts from). Reads a block per bucket (none for one in
+  // memory) and no value. FailedPrecondition on a closed table; DataLoss
+  // as Get.
+  absl::StatusOr<uint64_t> Scan(uint64_t cursor, size_t count,
+                                std::vector<std::string>* keys);
+
   // Makes every write so far durable (one sync of the write-ahead log).
   // Also completes a checkpoint left pending (its blocks synced in place,
   // the superblock written, the journal emptied of its block images): a

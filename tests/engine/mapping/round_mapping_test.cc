@@ -432,6 +432,30 @@ TEST_P(RoundPropertyTest, ArcsCarryAPermutationAndTwoLengths) {
             1.0 + 1.0 / static_cast<double>(s0) + 1e-12);
 }
 
+TEST_P(RoundPropertyTest, ArcEndIsTheNextArcsStart) {
+  const auto [s0, m] = GetParam();
+  const RoundState state(s0, m);
+  const std::vector<u128> starts = ArcStarts(state);
+  auto end_of = [&](uint64_t j) { return static_cast<uint64_t>(starts[j + 1]); };
+  std::mt19937_64 rng(s0 * 7919 + m);
+  for (uint64_t j = 0; j < m; ++j) {
+    const uint64_t first = static_cast<uint64_t>(starts[j]);
+    const uint64_t last = end_of(j) - 1;
+    ASSERT_EQ(state.ArcEnd(first), end_of(j)) << "arc " << j;
+    ASSERT_EQ(state.ArcEnd(last), end_of(j)) << "arc " << j;
+    const uint64_t inside =
+        first + static_cast<uint64_t>(rng() % (starts[j + 1] - starts[j]));
+    ASSERT_EQ(state.ArcEnd(inside), end_of(j)) << "arc " << j;
+  }
+  // Stepping from arc end to arc end visits each arc once, then wraps to 0.
+  uint64_t h = 0;
+  for (uint64_t j = 0; j < m; ++j) {
+    ASSERT_EQ(state.FindArc(h), j);
+    h = state.ArcEnd(h);
+    ASSERT_EQ(h == 0, j + 1 == m);
+  }
+}
+
 TEST_P(RoundPropertyTest, GrowMovesKeysOneArcForwardAndShrinkUndoesIt) {
   const auto [s0, m] = GetParam();
   RoundMapping map = Make(s0, m);
@@ -500,6 +524,11 @@ TEST(RoundMappingTest, HugeBucketCountsStayInRange) {
       for (int i = 0; i < 1000; ++i) {
         const uint64_t h = rng();
         ASSERT_LT(map.FindBucket(h), m);
+        // The arc's last hash is h's bucket's, the next one another's.
+        const uint64_t end = map.state().ArcEnd(h);
+        ASSERT_TRUE(end == 0 || end > h);
+        ASSERT_EQ(map.FindBucket(end - 1), map.FindBucket(h));
+        ASSERT_NE(map.FindBucket(end), map.FindBucket(h));
         ASSERT_EQ(map.FindBucket(h),
                   testing_support::ReferenceFindBucket(s0, m, h));
       }

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -194,6 +195,78 @@ TEST_F(CommandsTest, InfoAndCommandDescribeTheServer) {
   const std::string get = Run({"COMMAND", "INFO", "get", "nosuch"});
   EXPECT_EQ(get.substr(0, 4 + 5 + 9 + 4), "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n");
   EXPECT_NE(get.find("*-1\r\n"), std::string::npos);
+}
+
+// A SCAN reply's cursor and keys: *2, the cursor as a bulk string, then an
+// array of bulk strings.
+std::pair<std::string, std::vector<std::string>> ParseScan(
+    const std::string& reply) {
+  size_t at = 0;
+  auto line = [&] {
+    const size_t end = reply.find("\r\n", at);
+    std::string l = reply.substr(at, end - at);
+    at = end + 2;
+    return l;
+  };
+  auto bulk = [&] {
+    const size_t n = std::stoul(line().substr(1));
+    std::string b = reply.substr(at, n);
+    at += n + 2;
+    return b;
+  };
+  EXPECT_EQ(line(), "*2");
+  std::string cursor = bulk();
+  const size_t n = std::stoul(line().substr(1));
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < n; ++i) keys.push_back(bulk());
+  EXPECT_EQ(at, reply.size());
+  return {cursor, keys};
+}
+
+TEST_F(CommandsTest, ScanWalksEveryKeyOnceWithMatchCountAndType) {
+  std::set<std::string> all, ones;
+  for (int i = 0; i < 500; ++i) {
+    const std::string k = "key:" + std::to_string(i);
+    ASSERT_EQ(Run({"SET", k, "v"}), kOk);
+    all.insert(k);
+    if (k.starts_with("key:1")) ones.insert(k);
+  }
+  auto walk = [&](std::vector<std::string> options) {
+    std::vector<std::string> got;
+    std::string cursor = "0";
+    int steps = 0;
+    do {
+      std::vector<std::string> args = {"SCAN", cursor};
+      args.insert(args.end(), options.begin(), options.end());
+      auto [next, keys] = ParseScan(Run(args));
+      got.insert(got.end(), keys.begin(), keys.end());
+      cursor = next;
+    } while (cursor != "0" && ++steps < 100000);
+    return got;
+  };
+  std::vector<std::string> got = walk({});
+  EXPECT_EQ(got.size(), all.size());
+  EXPECT_EQ(std::set<std::string>(got.begin(), got.end()), all);
+  got = walk({"MATCH", "key:1*", "COUNT", "3"});
+  EXPECT_EQ(got.size(), ones.size());
+  EXPECT_EQ(std::set<std::string>(got.begin(), got.end()), ones);
+  got = walk({"count", "100000", "type", "STRING"});
+  EXPECT_EQ(got.size(), all.size());
+  EXPECT_TRUE(walk({"TYPE", "hash"}).empty());
+  // Redis's errors.
+  for (const std::string cursor : {"-1", "abc", "1x", "", " 1", "+1",
+                                   "18446744073709551616"}) {
+    EXPECT_EQ(Run({"SCAN", cursor}), "-ERR invalid cursor\r\n") << cursor;
+  }
+  EXPECT_EQ(Run({"SCAN", "0", "COUNT", "0"}), "-ERR syntax error\r\n");
+  EXPECT_EQ(Run({"SCAN", "0", "COUNT", "x"}),
+            "-ERR value is not an integer or out of range\r\n");
+  EXPECT_EQ(Run({"SCAN", "0", "MATCH"}), "-ERR syntax error\r\n");
+  EXPECT_EQ(Run({"SCAN", "0", "SORT", "x"}), "-ERR syntax error\r\n");
+  EXPECT_EQ(Run({"SCAN"}),
+            "-ERR wrong number of arguments for 'scan' command\r\n");
+  // The largest cursor is a hash like any other.
+  EXPECT_EQ(ParseScan(Run({"SCAN", "18446744073709551615"})).first, "0");
 }
 
 TEST(GlobTest, MatchesAsRedis) {

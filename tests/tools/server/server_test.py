@@ -137,6 +137,50 @@ class ServerTest(unittest.TestCase):
         self.assertIn("db0:keys=4,", info)
         self.assertIn("# Table", info)
 
+    def test_scan_returns_every_stable_key_while_the_table_grows_and_shrinks(self):
+        s = self.start()
+        c = s.client()
+        stable = {b"stable:%d" % i for i in range(3000)}
+        c.mset({k: b"v" for k in stable})
+        # redis-cli's own SCAN loop, with a pattern.
+        listed = s.cli("--scan", "--pattern", "stable:1*").split("\n")
+        self.assertEqual(sorted(listed),
+                         sorted(k.decode() for k in stable
+                                if k.startswith(b"stable:1")))
+        # A SCAN by hand, with a second connection growing the table by
+        # thousands of keys and then deleting them between its steps.
+        writer = s.client()
+        buckets_before = int(s.cli("INFO", "table").split("buckets:")[1]
+                             .split()[0])
+        most = buckets_before
+        seen = []
+        churn = []
+        cursor, step = 0, 0
+        while True:
+            cursor, keys = c.scan(cursor=cursor, count=20)
+            seen.extend(keys)
+            if cursor == 0:
+                break
+            step += 1
+            pipe = writer.pipeline(transaction=False)
+            if (step // 10) % 2 == 0:
+                for i in range(400):
+                    churn.append(b"churn:%d:%d" % (step, i))
+                    pipe.set(churn[-1], b"x" * 40)
+            else:
+                for _ in range(min(400, len(churn))):
+                    pipe.delete(churn.pop(random.randrange(len(churn))))
+            pipe.execute()
+            if step % 10 == 9:
+                most = max(most, int(s.cli("INFO", "table")
+                                     .split("buckets:")[1].split()[0]))
+            self.assertLess(step, 100000)
+        stable_seen = [k for k in seen if k.startswith(b"stable:")]
+        self.assertEqual(len(stable_seen), len(stable))
+        self.assertEqual(set(stable_seen), stable)
+        # The table grew by more than half during the scan.
+        self.assertGreater(most, buckets_before * 3 // 2)
+
     def test_resp3_through_hello(self):
         s = self.start()
         self.assertEqual(s.cli("GET", "none", resp3=True), "")
