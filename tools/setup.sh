@@ -9,7 +9,7 @@ set -euo pipefail
 
 packages=(cmake g++ make pkg-config python3 liburing-dev libxxhash-dev libabsl-dev
           libgtest-dev libbenchmark-dev pybind11-dev python3-dev
-          redis-tools python3-redis)
+          redis-tools python3-redis nutcracker)
 for arg in "$@"; do
   if [ "$arg" = "--peers" ]; then
     packages+=(librocksdb-dev libleveldb-dev liblmdb-dev libtkrzw-dev
