@@ -19,7 +19,8 @@
 //   [--json] | check DIR roundtable demo [DIR] [--records=1000000]
 //   roundtable serve DIR [--port=6380 --bind=127.0.0.1 --fsync=everysec
 //       --requirepass=PASS | --requirepass_file=FILE --maxclients=10000
-//       --protected_mode --cache_mb=256]
+//       --protected_mode --cache_mb=256 --cluster_topology=FILE
+//       --cluster_node=NAME]
 //       a Redis-protocol server over the table (docs/server.md).
 //
 // docs/cli.md describes every flag.
@@ -536,7 +537,8 @@ int TableCommand(const std::vector<std::string>& words,
     if (args != 1) {
       return usage(
           "DIR [--port=6380 --bind=127.0.0.1 --fsync=everysec "
-          "--requirepass=PASS --maxclients=N --cache_mb=256]");
+          "--requirepass=PASS --maxclients=N --cache_mb=256 "
+          "--cluster_topology=FILE --cluster_node=NAME]");
     }
     auto o = ServeOptionsFromFlags();
     if (!o.ok()) {

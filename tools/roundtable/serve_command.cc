@@ -28,6 +28,11 @@ ABSL_FLAG(bool, protected_mode, true,
           "serve: with no password, refuse clients that are not on the "
           "loopback");
 ABSL_FLAG(uint64_t, cache_mb, 256, "serve: the table's block cache, MiB");
+ABSL_FLAG(std::string, cluster_topology, "",
+          "serve: a Redis Cluster topology file (NAME HOST:PORT SLOTS... a "
+          "line; docs/server.md); the server is its node --cluster_node");
+ABSL_FLAG(std::string, cluster_node, "",
+          "serve: this server's name in --cluster_topology");
 
 namespace roundtable::cli {
 namespace {
@@ -67,6 +72,18 @@ absl::StatusOr<ServeOptions> ServeOptionsFromFlags() {
   o.config.maxclients = absl::GetFlag(FLAGS_maxclients);
   o.config.protected_mode = absl::GetFlag(FLAGS_protected_mode);
   o.cache_bytes = absl::GetFlag(FLAGS_cache_mb) << 20;
+  const std::string topology = absl::GetFlag(FLAGS_cluster_topology);
+  const std::string node = absl::GetFlag(FLAGS_cluster_node);
+  if (topology.empty() != node.empty()) {
+    return absl::InvalidArgumentError(
+        "--cluster_topology and --cluster_node go together");
+  }
+  if (!topology.empty()) {
+    RT_ASSIGN_OR_RETURN(server::ClusterTopology t,
+                        server::ClusterTopology::Load(topology, node));
+    o.config.cluster =
+        std::make_shared<const server::ClusterTopology>(std::move(t));
+  }
   return o;
 }
 

@@ -78,7 +78,7 @@ std::vector<InfoSection> InfoSections(Call& c) {
       {"server", "Server",
        {{"redis_version", "7.0.0"},
         {"roundtable_version", ROUNDTABLE_VERSION_STRING},
-        {"redis_mode", "standalone"},
+        {"redis_mode", config.cluster ? "cluster" : "standalone"},
         {"process_id", n(getpid())},
         {"tcp_port", n(config.port)},
         {"uptime_in_seconds", n(uptime)},
@@ -132,6 +132,7 @@ std::vector<InfoSection> InfoSections(Call& c) {
         {"wal_bytes_written", n(t.physical_wal.bytes_written)},
         {"wal_syncs", n(t.physical_wal.syncs)},
         {"journal_bytes_written", n(t.physical_journal.bytes_written)}}},
+      {"cluster", "Cluster", {{"cluster_enabled", config.cluster ? "1" : "0"}}},
       {"keyspace", "Keyspace", {}},
   };
   const uint64_t keys = t.records + t.buffered_records;
@@ -159,7 +160,7 @@ std::vector<std::pair<std::string, std::string>> Settings(
       {"client-query-buffer-limit", absl::StrCat(config.client_query_limit)},
       {"save", ""},
       {"timeout", "0"},
-      {"cluster-enabled", "no"},
+      {"cluster-enabled", config.cluster ? "yes" : "no"},
   };
 }
 

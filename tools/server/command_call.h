@@ -98,6 +98,13 @@ void Command(Call& c);
 void Config(Call& c);
 void Info(Call& c);
 
+// cluster.cc: whether the request runs here (its keys in one slot, this
+// node's), else a MOVED, CROSSSLOT or CLUSTERDOWN error replied; CLUSTER,
+// and READONLY, READWRITE and ASKING (accepted, nothing to change).
+bool RouteToSlot(Call& c, const Spec& spec);
+void Cluster(Call& c);
+void ReadOnlyMode(Call& c);
+
 // key_commands.cc.
 void Type(Call& c);
 void Ttl(Call& c);

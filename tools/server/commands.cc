@@ -436,8 +436,10 @@ void IncrByFloat(Call& c) {
 const std::vector<Spec>& Specs() {
   static const std::vector<Spec> specs = {
       {"append", 3, {"write", "denyoom", "fast"}, 1, 1, 1, Append},
+      {"asking", 1, {"fast"}, 0, 0, 0, ReadOnlyMode},
       {"auth", -2, {"noscript", "loading", "stale", "fast", "no_auth"}, 0, 0, 0, Auth},
       {"client", -2, {"noscript", "loading", "stale"}, 0, 0, 0, Client},
+      {"cluster", -2, {"loading", "stale"}, 0, 0, 0, Cluster},
       {"command", -1, {"loading", "stale"}, 0, 0, 0, Command},
       {"config", -2, {"admin", "noscript", "loading", "stale"}, 0, 0, 0, Config},
       {"dbsize", 1, {"readonly", "fast"}, 0, 0, 0, DbSize},
@@ -470,6 +472,8 @@ const std::vector<Spec>& Specs() {
       {"pttl", 2, {"readonly", "fast"}, 1, 1, 1, Ttl},
       {"quit", -1, {"loading", "stale", "fast", "no_auth"}, 0, 0, 0, Quit},
       {"randomkey", 1, {"readonly"}, 0, 0, 0, RandomKey},
+      {"readonly", 1, {"loading", "stale", "fast"}, 0, 0, 0, ReadOnlyMode},
+      {"readwrite", 1, {"loading", "stale", "fast"}, 0, 0, 0, ReadOnlyMode},
       {"scan", -2, {"readonly"}, 0, 0, 0, Scan},
       {"select", 2, {"loading", "stale", "fast"}, 0, 0, 0, Select},
       {"set", -3, {"write", "denyoom"}, 1, 1, 1, SetCommand},
@@ -537,6 +541,7 @@ bool Commands::Execute(Session& session,
                                   AV(spec->name), "' command"));
     return false;
   }
+  if (!commands_internal::RouteToSlot(call, *spec)) return false;
   spec->run(call);
   return call.wrote;
 }

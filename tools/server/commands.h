@@ -9,12 +9,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "roundtable/table.h"
+#include "tools/server/cluster.h"
 #include "tools/server/resp.h"
 
 namespace roundtable::server {
@@ -43,6 +45,9 @@ struct ServerConfig {
   uint64_t client_query_limit = uint64_t{1} << 30;  // client-query-buffer-limit
   std::string table_path;
   uint64_t memory_budget_bytes = 0;  // the table's cache and write buffer
+  // The Redis Cluster topology this server is a node of; null: not a
+  // cluster node.
+  std::shared_ptr<const ClusterTopology> cluster;
 };
 
 // One client's state, owned by its connection.
