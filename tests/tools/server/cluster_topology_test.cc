@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/tools/server/commands_fixture.h"
 #include "roundtable/table.h"
 #include "tools/server/commands.h"
 
@@ -78,47 +79,23 @@ TEST(ClusterTopologyTest, RefusesWhatNoClusterCouldBe) {
   EXPECT_FALSE(ClusterTopology::Load("/nonexistent/topology", "a").ok());
 }
 
-class ClusterNodeTest : public testing::Test {
+class ClusterNodeTest : public CommandsFixture {
  protected:
-  void SetUp() override {
-    dir_ = testing::TempDir() + "/cluster_node_" + std::to_string(getpid());
-    std::filesystem::remove_all(dir_);
-    table_ = *Table::Open(Options(), dir_);
-    // This node serves slots 0-8191 but not 12182 ("foo"); 16000-16383
-    // are nobody's.
-    config_.cluster = std::make_shared<const ClusterTopology>(
+  // This node serves slots 0-8191 but not 12182 ("foo"); 16000-16383 are
+  // nobody's.
+  void Configure(ServerConfig& config) override {
+    config.cluster = std::make_shared<const ClusterTopology>(
         *ClusterTopology::Parse("me 127.0.0.1:7000 0-8191\n"
                                 "other 127.0.0.2:7001 8192-15999\n",
                                 "me", "test"));
-    commands_ = std::make_unique<Commands>(
-        table_.get(), &config_, &stats_,
-        [this] { return std::vector<const Session*>{&session_}; });
   }
-  void TearDown() override {
-    commands_.reset();
-    EXPECT_TRUE(table_->Close().ok());
-    std::filesystem::remove_all(dir_);
-  }
-  std::string Run(std::vector<std::string> args) {
-    std::vector<std::string_view> views(args.begin(), args.end());
-    std::string out;
-    commands_->Execute(session_, views, &out);
-    return out;
-  }
-  // A key of slot `slot`'s node, found by trying names.
+  // A key whose slot is in [first, last], found by trying names.
   static std::string KeyIn(uint32_t first, uint32_t last) {
     for (int i = 0;; ++i) {
       std::string k = "k" + std::to_string(i);
       if (KeySlot(k) >= first && KeySlot(k) <= last) return k;
     }
   }
-
-  std::string dir_;
-  ServerConfig config_;
-  ServerStats stats_;
-  Session session_;
-  std::unique_ptr<Table> table_;
-  std::unique_ptr<Commands> commands_;
 };
 
 TEST_F(ClusterNodeTest, RoutesEachRequestByItsKeysSlot) {

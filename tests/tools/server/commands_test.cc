@@ -11,46 +11,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/tools/server/commands_fixture.h"
 #include "roundtable/table.h"
 
 namespace roundtable::server {
 namespace {
 
-// Runs commands on a fresh table and returns their replies as RESP text.
-class CommandsTest : public testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = testing::TempDir() + "/commands_" + std::to_string(getpid()) +
-           "_" + testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
-    table_ = *Table::Open(Options(), dir_);
-    commands_ = std::make_unique<Commands>(
-        table_.get(), &config_, &stats_,
-        [this] { return std::vector<const Session*>{&session_}; });
-    session_.id = 7;
-  }
-  void TearDown() override {
-    commands_.reset();
-    if (table_) {
-      EXPECT_TRUE(table_->Close().ok());
-    }
-    std::filesystem::remove_all(dir_);
-  }
-
-  std::string Run(std::vector<std::string> args) {
-    std::vector<std::string_view> views(args.begin(), args.end());
-    std::string out;
-    commands_->Execute(session_, views, &out);
-    return out;
-  }
-
-  std::string dir_;
-  ServerConfig config_;
-  ServerStats stats_;
-  Session session_;
-  std::unique_ptr<Table> table_;
-  std::unique_ptr<Commands> commands_;
-};
+using CommandsTest = CommandsFixture;
 
 std::string Bulk(const std::string& s) {
   return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
