@@ -13,7 +13,6 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "engine/internal/table_impl.h"
 #include "io/base/status_macros.h"

@@ -37,9 +37,7 @@ command -v nutcracker >/dev/null || "$top/tools/setup.sh" nutcracker
 [ -x "$rt" ] || "$top/tools/build.sh" build
 mkdir -p "$dir"
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+free_port() { python3 "$top/tools/free_port.py"; }
 
 pids=()
 stop() {
@@ -90,13 +88,18 @@ for ((i = 0; i < n; i++)); do
   servers+="    - $address:1 node$i"$'\n'
 done
 
-if [ $mode = redis-cluster ]; then
-  echo "cluster: $n nodes speaking Redis Cluster (topology $dir/topology)"
+# Says what runs ($1, then each node), then waits for every process.
+serve_until_stopped() {
+  echo "cluster: $1"
   while read -r name address pid; do
     echo "cluster: $name at $address (pid $pid, table $dir/$name)"
   done <"$dir/nodes"
   echo "cluster: ready"
   wait "${pids[@]}"
+}
+
+if [ $mode = redis-cluster ]; then
+  serve_until_stopped "$n nodes speaking Redis Cluster (topology $dir/topology)"
   exit 0
 fi
 
@@ -131,9 +134,4 @@ for ((wait = 0; wait < 100; wait++)); do
   kill -0 "${pids[-1]}" 2>/dev/null || { cat "$dir/nutcracker.log" >&2; exit 1; }
   sleep 0.1
 done
-echo "cluster: $n nodes behind twemproxy (ketama) at 127.0.0.1:$port"
-while read -r name address pid; do
-  echo "cluster: $name at $address (pid $pid, table $dir/$name)"
-done <"$dir/nodes"
-echo "cluster: ready"
-wait "${pids[@]}"
+serve_until_stopped "$n nodes behind twemproxy (ketama) at 127.0.0.1:$port"

@@ -29,9 +29,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+free_port() { python3 "$top/tools/free_port.py"; }
 
 # Starts server $1 on a fresh directory; sets pid and port.
 start() {

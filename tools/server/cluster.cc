@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <fstream>
 #include <sstream>
 
@@ -15,6 +14,8 @@
 
 namespace roundtable::server {
 namespace {
+
+using commands_internal::ParseUint64;
 
 constexpr std::array<uint16_t, 256> kCrc16Table = [] {
   std::array<uint16_t, 256> table{};
@@ -28,11 +29,6 @@ constexpr std::array<uint16_t, 256> kCrc16Table = [] {
   }
   return table;
 }();
-
-bool ParseNumber(std::string_view s, uint64_t* out) {
-  const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return error == std::errc() && end == s.data() + s.size() && !s.empty();
-}
 
 bool IsHexId(std::string_view name) {
   return name.size() == 40 &&
@@ -127,7 +123,7 @@ absl::StatusOr<ClusterTopology> ClusterTopology::Parse(std::string_view text,
     const size_t colon = fields[1].rfind(':');
     uint64_t port = 0;
     if (colon == std::string_view::npos || colon == 0 ||
-        !ParseNumber(fields[1].substr(colon + 1), &port) || port == 0 ||
+        !ParseUint64(fields[1].substr(colon + 1), &port) || port == 0 ||
         port > 65535) {
       return bad(absl::StrCat("address ", std::string(fields[1]),
                               " is not HOST:PORT"));
@@ -141,9 +137,9 @@ absl::StatusOr<ClusterTopology> ClusterTopology::Parse(std::string_view text,
       uint64_t first = 0, last = 0;
       const bool parsed =
           dash == std::string_view::npos
-              ? ParseNumber(range, &first) && ParseNumber(range, &last)
-              : ParseNumber(range.substr(0, dash), &first) &&
-                    ParseNumber(range.substr(dash + 1), &last);
+              ? ParseUint64(range, &first) && ParseUint64(range, &last)
+              : ParseUint64(range.substr(0, dash), &first) &&
+                    ParseUint64(range.substr(dash + 1), &last);
       if (!parsed || first > last || last >= kClusterSlots) {
         return bad(absl::StrCat("slots ", std::string(range),
                                 " are not a slot or a range within 0-",

@@ -29,6 +29,8 @@ std::string Upper(std::string_view s);
 // An integer as Redis's string2ll takes one: no blanks, no "+", no
 // leading zeros.
 bool ParseInt64(std::string_view s, int64_t* out);
+// An unsigned integer of decimal digits only (SCAN's cursor, a slot).
+bool ParseUint64(std::string_view s, uint64_t* out);
 bool EqualsNoCase(std::string_view a, std::string_view b);
 
 inline constexpr std::string_view kSyntaxError = "ERR syntax error";

@@ -53,6 +53,11 @@ bool ParseInt64(std::string_view s, int64_t* out) {
   return ec == std::errc() && end == s.data() + s.size();
 }
 
+bool ParseUint64(std::string_view s, uint64_t* out) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return !s.empty() && ec == std::errc() && end == s.data() + s.size();
+}
+
 bool EqualsNoCase(std::string_view a, std::string_view b) {
   return absl::EqualsIgnoreCase(AV(a), AV(b));
 }

@@ -1,7 +1,6 @@
 // The key commands: TYPE, the time-to-live answers, KEYS, SCAN, RANDOMKEY,
 // DBSIZE and FLUSHDB.
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -54,10 +53,7 @@ void Keys(Call& c) {
 // whole scan is returned once however the table grows or shrinks meanwhile.
 void Scan(Call& c) {
   uint64_t cursor = 0;
-  const std::string_view text = c.arg(1);
-  const auto [end, error] =
-      std::from_chars(text.data(), text.data() + text.size(), cursor);
-  if (error != std::errc() || end != text.data() + text.size()) {
+  if (!ParseUint64(c.arg(1), &cursor)) {
     c.reply.Error("ERR invalid cursor");
     return;
   }
