@@ -68,6 +68,9 @@ for ((i = 0; i < n; i++)); do
     node_port=$(awk -v name="node$i" '$1 == name { sub(/.*:/, "", $2); print $2 }' "$dir/topology")
     cluster_flags=(--cluster_topology="$dir/topology" --cluster_node="node$i")
   fi
+  # The log exists before the wait below reads it (the background job
+  # opens it only when it runs).
+  : >"$dir/node$i.log"
   # shellcheck disable=SC2086
   "$rt" serve "$dir/node$i" --port="$node_port" "${cluster_flags[@]}" \
     ${RT_SERVE_FLAGS:-} 2>"$dir/node$i.log" &
