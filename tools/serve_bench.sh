@@ -8,6 +8,15 @@
 #   RT_BENCH_REQUESTS requests a line (200000), keys drawn from
 #   RT_BENCH_KEYSPACE (1000000), values of RT_BENCH_VALUE bytes (100).
 #
+# Then a data set larger than a memory budget of RT_BENCH_BUDGET_MB MiB
+# (128): RT_BENCH_LARGE_KEYS keys (2000000) of RT_BENCH_LARGE_VALUE bytes
+# (256), loaded by `redis-cli --pipe`, then GET at pipeline 1 and 16 and
+# SET at 16 over them. roundtable gets the budget as its cache (three
+# quarters) and write buffer (a quarter); redis-server, which keeps its
+# data in memory, runs without a limit, and once more with the budget as
+# its maxmemory (noeviction, its default policy: writes past it are
+# refused) to count the keys it keeps.
+#
 # ROUNDS rounds (3), the two servers' order swapped each round (each round
 # starts both afresh); prints each line's median requests per second, the
 # ratio, and each server's resident size after the round (the median), as
@@ -18,6 +27,9 @@ rounds=${1:-3}
 requests=${RT_BENCH_REQUESTS:-200000}
 keyspace=${RT_BENCH_KEYSPACE:-1000000}
 value=${RT_BENCH_VALUE:-100}
+budget_mb=${RT_BENCH_BUDGET_MB:-128}
+large_keys=${RT_BENCH_LARGE_KEYS:-2000000}
+large_value=${RT_BENCH_LARGE_VALUE:-256}
 "$top/tools/setup.sh" redis-server redis-tools
 rt=${RT_CLI:-$top/build/tools/roundtable}
 [ -x "$rt" ] || "$top/tools/build.sh" build
@@ -31,20 +43,23 @@ trap cleanup EXIT
 
 free_port() { python3 "$top/tools/free_port.py"; }
 
-# Starts server $1 on a fresh directory; sets pid and port.
+# Starts server $1 on a fresh directory, with flags $2...; sets pid and
+# port.
 start() {
-  rm -rf "${work:?}/$1"
-  mkdir -p "$work/$1"
+  local server=$1
+  shift
+  rm -rf "${work:?}/$server"
+  mkdir -p "$work/$server"
   port=$(free_port)
-  case $1 in
+  case $server in
     roundtable)
-      "$rt" serve "$work/$1/table" --port="$port" --fsync=everysec \
-        2>"$work/$1.log" &
+      "$rt" serve "$work/$server/table" --port="$port" --fsync=everysec \
+        "$@" 2>"$work/$server.log" &
       ;;
     redis)
-      redis-server --port "$port" --bind 127.0.0.1 --dir "$work/$1" \
+      redis-server --port "$port" --bind 127.0.0.1 --dir "$work/$server" \
         --appendonly yes --appendfsync everysec --save "" \
-        --daemonize no --logfile "$work/$1.log" &
+        --daemonize no --logfile "$work/$server.log" "$@" &
       ;;
   esac
   pid=$!
@@ -52,9 +67,48 @@ start() {
     redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
     sleep 0.1
   done
-  echo "serve_bench: $1 did not start" >&2
-  cat "$work/$1.log" >&2
+  echo "serve_bench: $server did not start" >&2
+  cat "$work/$server.log" >&2
   exit 1
+}
+
+resident() { awk '/^VmRSS/ { print $2 * 1024 }' "/proc/$pid/status"; }
+
+# redis-benchmark's lines $3 (-t) at pipeline $2 as CSV rows "server,line
+# Pn,rps", for server $1; the other flags follow.
+bench() {
+  local server=$1 pipeline=$2 tests=$3
+  shift 3
+  redis-benchmark -p "$port" -c 50 -P "$pipeline" -t "$tests" --csv "$@" \
+    2>/dev/null |
+    awk -F'"' -v s="$server" -v p="$pipeline" -v pre="${prefix:-}" \
+      'NR > 1 && $2 != "" { print s "," pre $2 " P" p "," $4 }'
+}
+
+# The large data set in SET requests (keys as redis-benchmark names them,
+# key:000000000000 on), made once.
+large_requests() {
+  python3 - "$large_keys" "$large_value" <<'EOF'
+import sys
+n, size = int(sys.argv[1]), int(sys.argv[2])
+value, out, chunk = b"v" * size, sys.stdout.buffer, []
+for i in range(n):
+    chunk.append(b"*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$%d\r\n%s\r\n"
+                 % (i, size, value))
+    if len(chunk) == 10000:
+        out.write(b"".join(chunk))
+        chunk.clear()
+out.write(b"".join(chunk))
+EOF
+}
+
+# Loads the large data set into the server on $port; prints keys a second.
+load_large() {
+  local t0 t1
+  t0=$(date +%s.%N)
+  redis-cli -p "$port" --pipe <"$work/large.resp" >"$work/pipe.out" 2>&1 || true
+  t1=$(date +%s.%N)
+  awk -v n="$large_keys" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / (b - a) }'
 }
 
 stop() {
@@ -64,25 +118,51 @@ stop() {
 }
 
 : >"$work/results.csv"
+large_requests >"$work/large.resp"
+large="large "
 for ((round = 1; round <= rounds; round++)); do
   if ((round % 2)); then order="roundtable redis"; else order="redis roundtable"; fi
   for server in $order; do
     start "$server"
     for pipeline in 1 16; do
-      redis-benchmark -p "$port" -c 50 -P "$pipeline" -n "$requests" \
-        -r "$keyspace" -d "$value" -t set,get,incr,mset --csv 2>/dev/null |
-        awk -F'"' -v s="$server" -v p="$pipeline" \
-          'NR > 1 && $2 != "" { print s "," $2 " P" p "," $4 }' \
-        >>"$work/results.csv"
+      bench "$server" "$pipeline" set,get,incr,mset -n "$requests" \
+        -r "$keyspace" -d "$value" >>"$work/results.csv"
     done
-    rss=$(awk '/^VmRSS/ { print $2 * 1024 }' "/proc/$pid/status")
-    echo "$server,resident bytes,$rss" >>"$work/results.csv"
-    echo "serve_bench: round $round, $server done" >&2
+    echo "$server,resident bytes,$(resident)" >>"$work/results.csv"
     stop
+    if [ "$server" = roundtable ]; then
+      start roundtable --cache_mb=$((budget_mb * 3 / 4)) \
+        --write_buffer_mb=$((budget_mb / 4))
+    else
+      start redis
+    fi
+    {
+      echo "$server,${large}load (keys a second),$(load_large)"
+      prefix=$large bench "$server" 1 get -n "$requests" -r "$large_keys"
+      for tests in get set; do
+        prefix=$large bench "$server" 16 "$tests" -n "$requests" \
+          -r "$large_keys" -d "$large_value"
+      done
+      kept=$(redis-cli -p "$port" dbsize)
+      echo "$server,${large}keys kept,$kept"
+      # roundtable's budget is the one above.
+      [ "$server" = roundtable ] &&
+        echo "$server,${large}keys kept within the budget,$kept"
+      echo "$server,${large}resident bytes,$(resident)"
+    } >>"$work/results.csv"
+    stop
+    echo "serve_bench: round $round, $server done" >&2
   done
+  # redis-server within the budget: how much of the data set it keeps.
+  start redis --maxmemory "${budget_mb}mb" --maxmemory-policy noeviction
+  load_large >/dev/null
+  echo "redis,${large}keys kept within the budget,$(redis-cli -p "$port" dbsize)" \
+    >>"$work/results.csv"
+  stop
 done
 
 echo "redis-benchmark, 50 clients, $requests requests a line, $keyspace keys, $value-byte values; medians of $rounds rounds"
+echo "large: $large_keys keys of $large_value bytes, a budget of $budget_mb MiB (roundtable: cache and write buffer; redis-server: none, and maxmemory for the keys kept within it)"
 echo "($(date -u +%F), commit $(git -C "$top" rev-parse --short HEAD), $(nproc) CPUs, $(uname -r))"
 echo
 echo "| line | roundtable | redis-server | ratio |"
@@ -97,6 +177,6 @@ awk -F, '
   END {
     for (i = 0; i < n; i++) {
       r = median(v["roundtable|" order[i]]); d = median(v["redis|" order[i]])
-      printf "| %s | %.0f | %.0f | %.2f |\n", order[i], r, d, (d > 0 ? r / d : 0)
+      printf "| %s | %.0f | %.0f | %s |\n", order[i], r, d, (d > 0 ? sprintf("%.2f", r / d) : "-")
     }
   }' "$work/results.csv"

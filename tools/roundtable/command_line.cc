@@ -107,8 +107,8 @@ const std::vector<CommandSpec>& Commands() {
        "SIGTERM or SIGINT: redis-cli and every Redis client talk to it "
        "(docs/server.md)",
        {"port", "bind", "fsync", "requirepass", "requirepass_file",
-        "maxclients", "protected_mode", "cache_mb", "cluster_topology",
-        "cluster_node"},
+        "maxclients", "protected_mode", "cache_mb", "write_buffer_mb",
+        "cluster_topology", "cluster_node"},
        "roundtable serve /tmp/users --port=6380 --fsync=always"},
       {"map",
        "",

@@ -19,7 +19,8 @@
 //   [--json] | check DIR roundtable demo [DIR] [--records=1000000]
 //   roundtable serve DIR [--port=6380 --bind=127.0.0.1 --fsync=everysec
 //       --requirepass=PASS | --requirepass_file=FILE --maxclients=10000
-//       --protected_mode --cache_mb=256 --cluster_topology=FILE
+//       --protected_mode --cache_mb=256 --write_buffer_mb=64
+//       --cluster_topology=FILE
 //       --cluster_node=NAME]
 //       a Redis-protocol server over the table (docs/server.md).
 //
@@ -538,6 +539,7 @@ int TableCommand(const std::vector<std::string>& words,
       return usage(
           "DIR [--port=6380 --bind=127.0.0.1 --fsync=everysec "
           "--requirepass=PASS --maxclients=N --cache_mb=256 "
+          "--write_buffer_mb=64 "
           "--cluster_topology=FILE --cluster_node=NAME]");
     }
     auto o = ServeOptionsFromFlags();

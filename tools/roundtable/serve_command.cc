@@ -28,6 +28,8 @@ ABSL_FLAG(bool, protected_mode, true,
           "serve: with no password, refuse clients that are not on the "
           "loopback");
 ABSL_FLAG(uint64_t, cache_mb, 256, "serve: the table's block cache, MiB");
+ABSL_FLAG(uint64_t, write_buffer_mb, 64,
+          "serve: the table's write buffer, MiB (0: none)");
 ABSL_FLAG(std::string, cluster_topology, "",
           "serve: a Redis Cluster topology file (NAME HOST:PORT SLOTS... a "
           "line; docs/server.md); the server is its node --cluster_node");
@@ -72,6 +74,7 @@ absl::StatusOr<ServeOptions> ServeOptionsFromFlags() {
   o.config.maxclients = absl::GetFlag(FLAGS_maxclients);
   o.config.protected_mode = absl::GetFlag(FLAGS_protected_mode);
   o.cache_bytes = absl::GetFlag(FLAGS_cache_mb) << 20;
+  o.write_buffer_bytes = absl::GetFlag(FLAGS_write_buffer_mb) << 20;
   const std::string topology = absl::GetFlag(FLAGS_cluster_topology);
   const std::string node = absl::GetFlag(FLAGS_cluster_node);
   if (topology.empty() != node.empty()) {
@@ -91,6 +94,7 @@ absl::Status RunServe(const std::string& dir, const ServeOptions& options,
                       std::ostream& log) {
   Options table_options;
   table_options.block_cache_bytes = options.cache_bytes;
+  table_options.write_buffer_bytes = options.write_buffer_bytes;
   RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> table,
                       Table::Open(table_options, dir));
   server::ServerConfig config = options.config;

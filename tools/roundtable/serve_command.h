@@ -19,6 +19,7 @@ namespace roundtable::cli {
 struct ServeOptions {
   server::ServerConfig config;
   uint64_t cache_bytes = uint64_t{256} << 20;  // the table's block cache
+  uint64_t write_buffer_bytes = uint64_t{64} << 20;  // and write buffer
 };
 
 // "always", "everysec" or "no" (appendfsync's names).
@@ -26,7 +27,8 @@ absl::StatusOr<server::FsyncPolicy> ParseFsyncPolicy(std::string_view name);
 
 // The options of `roundtable serve` from its flags (--port, --bind,
 // --fsync, --requirepass or --requirepass_file, --maxclients,
-// --protected_mode, --cache_mb); InvalidArgument for a bad --fsync,
+// --protected_mode, --cache_mb, --write_buffer_mb, --cluster_topology and
+// --cluster_node); InvalidArgument for a bad --fsync,
 // NotFound for an unreadable password file.
 absl::StatusOr<ServeOptions> ServeOptionsFromFlags();
 

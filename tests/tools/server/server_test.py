@@ -322,6 +322,20 @@ class ServerTest(unittest.TestCase):
         time.sleep(0.2)
         self.assertEqual(s.client().ping(), True)
 
+    def test_memory_flags_set_the_tables_budget(self):
+        for cache, buffer in [(8, 2), (4, 0)]:
+            s = self.start(f"--cache_mb={cache}", f"--write_buffer_mb={buffer}")
+            self.assertEqual(s.cli("CONFIG", "GET", "maxmemory"),
+                             f"maxmemory\n{(cache + buffer) << 20}")
+            r = s.client()
+            with r.pipeline(transaction=False) as p:
+                for i in range(3000):
+                    p.set(f"k{i}", str(i) * 20)
+                p.execute()
+            self.assertEqual(r.dbsize(), 3000)
+            self.assertEqual(r.get("k2999"), b"2999" * 20)
+            self.assertIn("table closed", s.stop())
+
     def test_password(self):
         s = self.start("--requirepass=sesame")
         self.assertEqual(s.cli("GET", "k"), "NOAUTH Authentication required.")
