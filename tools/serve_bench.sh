@@ -106,7 +106,7 @@ EOF
 load_large() {
   local t0 t1
   t0=$(date +%s.%N)
-  redis-cli -p "$port" --pipe <"$work/large.resp" >"$work/pipe.out" 2>&1 || true
+  redis-cli -p "$port" --pipe <"$work/large.resp" >/dev/null 2>&1 || true
   t1=$(date +%s.%N)
   awk -v n="$large_keys" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / (b - a) }'
 }
