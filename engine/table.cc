@@ -390,8 +390,10 @@ absl::Status Table::Impl::CloseLocked() {
   }
   closed_ = true;
   log_.Close(/*checkpointed=*/s.ok() && !options_.read_only && error_.ok());
-  // A checkpoint's writes still running (after a failure) end before
-  // their files close.
+  // A checkpoint's writes, or blocks written ahead, still running (after
+  // a failure) end before their files close.
+  const absl::Status ahead = store_.FinishAhead();
+  if (s.ok() && error_.ok()) s = ahead;
   const absl::Status writes = checkpointer_.FinishWrites();
   if (s.ok() && error_.ok()) s = writes;
   files_ = internal::TableFiles{};
@@ -399,16 +401,40 @@ absl::Status Table::Impl::CloseLocked() {
   return s;
 }
 
+absl::Status Table::Impl::MaybeWriteAhead() {
+  const uint64_t limit = HeldLimit(options_);
+  // A table within the budget is held whole between checkpoints, which
+  // write each block once for all its edits.
+  if (table_.num_buckets() * layout_.block_size <= limit) {
+    return absl::OkStatus();
+  }
+  constexpr size_t kWriteAheadBatch = 32;
+  const uint64_t next = checkpointer_.superblock().sequence + 1;
+  return error_.Note(store_.WriteAhead(limit / 2, kWriteAheadBatch,
+                                       table_.num_buckets(), next));
+}
+
 absl::Status Table::Impl::MaybeCheckpoint() {
   // A backup is copying the files as of its checkpoint: the next one waits
-  // (the log and the held blocks grow meanwhile).
+  // (the log and the held blocks grow meanwhile), and nothing is written
+  // ahead of it.
   if (backups_ > 0) return absl::OkStatus();
-  // The values count as a share of the log's limit.
+  if (!in_memory_) RT_RETURN_IF_ERROR(MaybeWriteAhead());
+  // The values count as a share of the log's limit, and so do the blocks
+  // written ahead since the last checkpoint: their places and their old
+  // ones are all in the block file until the next: one checkpoint at
+  // least for each table's worth of them (or the held blocks' budget)
+  // keeps the file within about three times the table.
   const double values = values_.CheckpointPressure(
       options_.value_checkpoint_bytes, options_.checkpoint_bytes / 8);
+  const double ahead =
+      static_cast<double>(store_.ahead_since_checkpoint() *
+                          layout_.block_size) /
+      static_cast<double>(std::max(HeldLimit(options_),
+                                   table_.num_buckets() * layout_.block_size));
   absl::StatusOr<bool> due = checkpointer_.Due(
       log_.bytes() +
-      static_cast<uint64_t>(values *
+      static_cast<uint64_t>((values + ahead) *
                             static_cast<double>(options_.checkpoint_bytes)));
   RT_RETURN_IF_ERROR(error_.Note(due.status()));
   if (!*due) return absl::OkStatus();
@@ -439,7 +465,9 @@ absl::Status Table::Impl::CheckpointLocked(bool complete) {
   next.format_version = internal::kFormatVersion;
   ++next.sequence;
   // Each changed bucket block gets its new place, and the map its changed
-  // blocks.
+  // blocks; blocks written ahead are in the file first, so that the
+  // thread's sync covers them.
+  RT_RETURN_IF_ERROR(store_.FinishAhead());
   RT_RETURN_IF_ERROR(store_.StagePlaces(next.num_buckets, next.sequence,
                                         checkpointer_.durable_sequence()));
   // The held bucket blocks answer reads frozen while the thread seals and

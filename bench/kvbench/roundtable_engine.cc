@@ -72,6 +72,7 @@ class RoundtableEngine : public KvEngine {
             {"cache_misses", s.cache_misses},
             {"physical_block_reads", s.physical_blocks.blocks_read},
             {"physical_block_writes", s.physical_blocks.blocks_written},
+            {"written_ahead", s.written_ahead},
             {"physical_stash_writes", s.physical_stash.blocks_written},
             {"physical_journal_writes", s.physical_journal.blocks_written},
             {"physical_wal_bytes", s.physical_wal.bytes_written},

@@ -68,6 +68,8 @@ absl::Status BlockMap::Load(uint64_t buckets, bool stored) {
   place_.assign(buckets, kNoPlace);
   free_.clear();
   waiting_.clear();
+  ahead_.clear();
+  ahead_list_.clear();
   dirty_.assign(map_blocks, !stored);
   if (!stored) {
     for (uint64_t b = 0; b < buckets; ++b) place_[b] = kHeaderBlocks + b;
@@ -138,9 +140,15 @@ absl::Status BlockMap::Stage(const DeferredDevice::HeldMap& held,
     const uint64_t block = entry.first;
     if (block < kHeaderBlocks || block - kHeaderBlocks >= buckets) continue;
     const uint64_t b = block - kHeaderBlocks;
-    if (place_[b] != kNoPlace) waiting_.emplace_back(sequence, place_[b]);
+    if (b < ahead_.size() && ahead_[b]) {
+      Free(place_[b]);  // written ahead since the last: in no checkpoint
+    } else if (place_[b] != kNoPlace) {
+      waiting_.emplace_back(sequence, place_[b]);
+    }
     SetPlace(b, Allocate());
   }
+  for (const uint64_t b : ahead_list_) ahead_[b] = false;
+  ahead_list_.clear();
   // A bucket made since the last checkpoint is held until it.
   for (uint64_t b = before; b < buckets; ++b) {
     if (place_[b] == kNoPlace) {
@@ -163,6 +171,30 @@ absl::Status BlockMap::Stage(const DeferredDevice::HeldMap& held,
     }
     SealMapBlock(out);
   }
+  return absl::OkStatus();
+}
+
+absl::Status BlockMap::PlaceAhead(std::span<io::WriteRequest> blocks,
+                                  uint64_t sequence) {
+  for (io::WriteRequest& r : blocks) {
+    const uint64_t b = r.block;
+    // A bucket made since the last checkpoint gets its first place here.
+    if (b >= place_.size()) {
+      place_.resize(b + 1, kNoPlace);
+      dirty_.resize(BlocksFor(place_.size(), block_size()), true);
+    }
+    if (b >= ahead_.size()) ahead_.resize(std::max(b + 1, 2 * ahead_.size()));
+    if (ahead_[b]) {
+      Free(place_[b]);
+    } else {
+      if (place_[b] != kNoPlace) waiting_.emplace_back(sequence, place_[b]);
+      ahead_[b] = true;
+      ahead_list_.push_back(b);
+    }
+    SetPlace(b, Allocate());
+    r.block = place_[b];
+  }
+  if (blocks_->num_blocks() < end_) return blocks_->Resize(end_);
   return absl::OkStatus();
 }
 

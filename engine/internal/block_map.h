@@ -12,8 +12,9 @@
 // through it.
 //
 // A place's life: a bucket's block is given a new place when a checkpoint
-// is staged with it held (Stage), the lowest free one, or past the end of
-// the file; its old place, and the place of a bucket the table gave up,
+// is staged with it held (Stage), or when it is written ahead of the next
+// checkpoint (WriteAhead), the lowest free one, or past the end of the
+// file; its old place, and the place of a bucket the table gave up,
 // waits until that checkpoint is durable, then is free. A new table, and
 // one of format version 9 or older, has bucket b at block b + 2.
 //
@@ -100,13 +101,31 @@ class BlockMap final : public io::BlockDevice {
   absl::Status Stage(const DeferredDevice::HeldMap& held, uint64_t buckets,
                      uint64_t sequence, uint64_t durable);
 
+  // Between two checkpoints: new places for `blocks` (each request's
+  // block a bucket, its buffer that bucket's whole block, sealed), which
+  // the caller then writes to file() at the places the requests now name:
+  // blocks written ahead of checkpoint `sequence`, the next to be staged.
+  // Nothing refers to the new places until that checkpoint's journal,
+  // which takes the map blocks that changed, is durable, and the
+  // checkpoint syncs the block file before it (so the writes must be done
+  // before it is staged); a block's old place waits for that checkpoint
+  // to be durable, as Stage's do, unless it was itself written ahead since
+  // the last checkpoint (no checkpoint refers to it: free at once). So a
+  // crash loses nothing: the last durable checkpoint's places are
+  // untouched. The file is grown to hold the places here.
+  absl::Status PlaceAhead(std::span<io::WriteRequest> blocks,
+                          uint64_t sequence);
+  // The block file.
+  io::BlockDevice& file() { return *blocks_; }
+
   // Where logical block `block` lies in the block file: itself for a
   // superblock, else its bucket's place. REQUIRES: block < num_blocks().
   uint64_t PlaceOf(uint64_t block) const {
     return block < kHeaderBlocks ? block : place_[block - kHeaderBlocks];
   }
   // The blocks of the block file in use: past every place that a bucket
-  // has or that waits to be free.
+  // has or that waits to be free. A cut of the file after a checkpoint
+  // keeps them (places written ahead of the next lie below it).
   uint64_t end() const { return end_; }
   uint64_t free_blocks() const { return free_.size(); }
   // The deferred device in front of the map's file.
@@ -154,6 +173,10 @@ class BlockMap final : public io::BlockDevice {
   uint64_t end_ = kHeaderBlocks;
   // By map block: changed since the last Stage.
   std::vector<bool> dirty_;
+  // By bucket: placed by PlaceAhead since the last Stage, so that no
+  // checkpoint refers to its place; and those buckets.
+  std::vector<bool> ahead_;
+  std::vector<uint64_t> ahead_list_;
 };
 
 }  // namespace roundtable::internal

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <system_error>
 #include <vector>
 
+#include "engine/internal/kill_points.h"
 #include "engine/internal/table_files.h"
 #include "io/base/status_macros.h"
 
@@ -192,6 +194,7 @@ void BucketStore::NoteEdited(uint64_t b) {
     const uint64_t size = std::max<uint64_t>(b + 1, 2 * held_.size());
     held_.resize(size);
     listed_.resize(size, false);
+    queued_.resize(size, false);
   }
   held_[b].filter = TagFilter::All();
   if (!listed_[b]) {
@@ -206,6 +209,10 @@ void BucketStore::RefreshFilters() {
     if (std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
       held_[b] = {TagFilterOf({held, block_size_}),
                   View({held, block_size_}).append_point()};
+      if (!queued_[b]) {
+        queued_[b] = true;
+        held_order_.push_back(b);
+      }
     }
   }
   edited_.clear();
@@ -214,7 +221,96 @@ void BucketStore::RefreshFilters() {
 absl::Status BucketStore::StagePlaces(uint64_t buckets, uint64_t sequence,
                                       uint64_t durable) {
   sealing_ = sequence;
+  ahead_since_checkpoint_ = 0;
   return places_->Stage(blocks_->held(), buckets, sequence, durable);
+}
+
+absl::Status BucketStore::WriteAhead(uint64_t keep_bytes, size_t most,
+                                     uint64_t buckets, uint64_t sequence) {
+  if (ahead_.state.load(std::memory_order_acquire) == Ahead::kBusy) {
+    return absl::OkStatus();
+  }
+  RT_RETURN_IF_ERROR(FinishAhead());
+  const uint64_t held = blocks_->held_bytes();
+  if (held <= keep_bytes) return absl::OkStatus();
+  std::vector<io::WriteRequest>& batch = ahead_.blocks;
+  batch.clear();
+  // Buckets passed over (no longer held, or frozen and held anew) count
+  // too, so that a call looks at a bounded number.
+  for (size_t looked = 0; looked < 4 * most && batch.size() < most &&
+                          held > keep_bytes + batch.size() * block_size_ &&
+                          !held_order_.empty();
+       ++looked) {
+    const uint64_t b = held_order_.front();
+    held_order_.pop_front();
+    queued_[b] = false;
+    const uint64_t block = b + kHeaderBlocks;
+    std::byte* bytes = blocks_->Held(block);
+    if (b >= buckets || bytes == nullptr || blocks_->Frozen(block)) continue;
+    // Stamped and checksummed as a checkpoint's thread seals a block.
+    EncodedBlock sealed(std::span<std::byte>(bytes, block_size_));
+    sealed.set_checkpoint(sequence);
+    sealed.Seal();
+    blocks_->Detach(block);
+    batch.push_back({b, {bytes, block_size_}});
+  }
+  if (batch.empty()) return absl::OkStatus();
+  // From here on FinishAhead gives the blocks back: written, or (on
+  // failure) held again, the table refusing writes.
+  ahead_placed_ = true;
+  ahead_.status = places_->PlaceAhead(batch, sequence);
+  RT_RETURN_IF_ERROR(ahead_.status);
+  // Adjacent places go in one write.
+  std::sort(batch.begin(), batch.end(),
+            [](const io::WriteRequest& a, const io::WriteRequest& b) {
+              return a.block < b.block;
+            });
+  if (!ahead_.thread.joinable()) {
+    try {
+      ahead_.thread = std::thread([this] {
+        io::BlockDevice& file = places_->file();
+        while (true) {
+          ahead_.state.wait(Ahead::kIdle, std::memory_order_acquire);
+          if (ahead_.state.load(std::memory_order_acquire) == Ahead::kStop) {
+            return;
+          }
+          ahead_.status = file.WriteBatch(ahead_.blocks);
+          KillPoint("write-ahead: blocks written");
+          ahead_.state.store(Ahead::kIdle, std::memory_order_release);
+          ahead_.state.notify_all();
+        }
+      });
+    } catch (const std::system_error&) {
+      // No thread: written here.
+      ahead_.status = places_->file().WriteBatch(batch);
+      return ahead_.status;
+    }
+  }
+  ahead_.state.store(Ahead::kBusy, std::memory_order_release);
+  ahead_.state.notify_all();
+  return absl::OkStatus();
+}
+
+absl::Status BucketStore::FinishAhead() {
+  ahead_.state.wait(Ahead::kBusy, std::memory_order_acquire);
+  if (!ahead_placed_) return absl::OkStatus();
+  ahead_placed_ = false;
+  const absl::Status s = ahead_.status;
+  blocks_->FinishLeaving(s.ok());
+  if (s.ok()) {
+    written_ahead_ += ahead_.blocks.size();
+    ahead_since_checkpoint_ += ahead_.blocks.size();
+  }
+  return s;
+}
+
+BucketStore::~BucketStore() {
+  FinishAhead().IgnoreError();
+  if (ahead_.thread.joinable()) {
+    ahead_.state.store(Ahead::kStop, std::memory_order_release);
+    ahead_.state.notify_all();
+    ahead_.thread.join();
+  }
 }
 
 absl::Status BucketStore::AddEmpty(uint64_t from, uint64_t buckets) {

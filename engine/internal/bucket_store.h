@@ -26,10 +26,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -53,6 +55,7 @@ class BucketStore {
   BucketStore(io::BlockDevice* file, io::BlockDevice* map_file,
               uint32_t block_size, uint32_t block_records,
               uint64_t cache_bytes);
+  ~BucketStore();
 
   // The table holds `buckets` buckets, their places in the block file
   // stored in the map's file, or (not `stored`) bucket b at block b + 2
@@ -192,6 +195,23 @@ class BucketStore {
   void DropCached(uint64_t b) { cache_.Drop(b); }
   // Gives the blocks changed since the last call their tag filters again.
   void RefreshFilters();
+  // Writes held blocks, the longest held first, to new places in the
+  // block file ahead of checkpoint `sequence` (the next to be staged;
+  // BlockMap::PlaceAhead), on a thread of its own, while more than
+  // `keep_bytes` are held: up to `most` blocks of buckets below `buckets`
+  // at a time, the next batch once the last is done. A block on its way
+  // answers reads from memory, and a write holds it anew, as a
+  // checkpoint's frozen blocks; once written it is cached where it lies,
+  // clean, with its tag filter. A block that a checkpoint froze and a
+  // write held anew stays held for the next checkpoint (its frozen image
+  // answers for it until then).
+  absl::Status WriteAhead(uint64_t keep_bytes, size_t most, uint64_t buckets,
+                          uint64_t sequence);
+  // Waits for the blocks being written ahead and gives them back: before
+  // a checkpoint is staged (its sync of the block file must cover them),
+  // and before the files close. Their write's status.
+  absl::Status FinishAhead();
+
   // The file as the table sees it holds `buckets` buckets.
   absl::Status Resize(uint64_t buckets) {
     return blocks_->Resize(kHeaderBlocks + buckets);
@@ -213,6 +233,10 @@ class BucketStore {
   uint64_t held_hits() const {
     return held_hits_.load(std::memory_order_relaxed);
   }
+  uint64_t written_ahead() const { return written_ahead_; }
+  // Blocks written ahead since the last checkpoint was staged: their old
+  // places, and theirs, are free only after the next checkpoint.
+  uint64_t ahead_since_checkpoint() const { return ahead_since_checkpoint_; }
 
  private:
   EncodedBlock View(std::span<std::byte> bytes) const {
@@ -279,6 +303,26 @@ class BucketStore {
   std::vector<HeldSummary> held_;
   std::vector<uint64_t> edited_;
   std::vector<bool> listed_;  // by bucket: in edited_
+  // Held buckets in the order their blocks were first edited since they
+  // were last written (WriteAhead takes the oldest), and by bucket whether
+  // it is in that queue; a bucket whose block a checkpoint took since
+  // stays in it until WriteAhead passes it.
+  std::deque<uint64_t> held_order_;
+  std::vector<bool> queued_;
+  // The blocks being written ahead, at their places, and the thread that
+  // writes them (started with the first batch): `state` is kIdle, kBusy
+  // while it writes a batch, or kStop.
+  struct Ahead {
+    enum State : int { kIdle, kBusy, kStop };
+    std::vector<io::WriteRequest> blocks;
+    absl::Status status;
+    std::atomic<int> state{kIdle};
+    std::thread thread;
+  };
+  Ahead ahead_;
+  bool ahead_placed_ = false;  // ahead_.blocks are placed and detached
+  uint64_t written_ahead_ = 0;
+  uint64_t ahead_since_checkpoint_ = 0;
   // The sequence of the checkpoint whose thread seals the frozen blocks:
   // set by StagePlaces, before the thread starts, and read by it.
   uint64_t sealing_ = 0;

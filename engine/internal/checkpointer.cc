@@ -16,6 +16,13 @@ namespace roundtable::internal {
 
 namespace {
 
+// What a cut of the layer's file keeps besides the checkpoints' sizes:
+// the block file's places in use now, some written ahead of the next
+// checkpoint (BlockMap::WriteAhead).
+uint64_t KeptBlocks(const CheckpointLayer& layer) {
+  return layer.places != nullptr ? layer.places->end() : 0;
+}
+
 // Cuts `file` to `size` blocks if it is longer.
 absl::Status CutTo(io::BlockDevice& file, uint64_t size) {
   if (file.num_blocks() <= size) return absl::OkStatus();
@@ -305,7 +312,8 @@ absl::Status Checkpointer::FinishWrites(bool spread) {
   // lies past both checkpoints' ends is no longer needed.
   for (const CheckpointLayer& layer : layers_) {
     RT_RETURN_IF_ERROR(CutTo(
-        *layer.file, std::max(completed->sizes[layer.id], sizes[layer.id])));
+        *layer.file, std::max({completed->sizes[layer.id], sizes[layer.id],
+                               KeptBlocks(layer)})));
   }
   return absl::OkStatus();
 }
@@ -319,7 +327,8 @@ absl::Status Checkpointer::Complete(bool rewrite_journal) {
   RT_RETURN_IF_ERROR(SyncInPlace(*pending_, files));
   // Only now: the older superblock needed what lay past the new ends.
   for (const CheckpointLayer& layer : layers_) {
-    RT_RETURN_IF_ERROR(CutTo(*layer.file, pending_->sizes[layer.id]));
+    RT_RETURN_IF_ERROR(CutTo(
+        *layer.file, std::max(pending_->sizes[layer.id], KeptBlocks(layer))));
   }
   pending_.reset();
   if (!rewrite_journal) return absl::OkStatus();

@@ -53,6 +53,7 @@ void DeferredDevice::Freeze() {
     held_.reserve(frozen_.size());
   }
   zero_from_ = size_;
+  written_.clear();
 }
 
 void DeferredDevice::SealFrozen() {
@@ -112,7 +113,9 @@ absl::Status DeferredDevice::DoRead(uint64_t block,
     const std::span<std::byte> out = buffer.subspan(i * bs, bs);
     if (const std::byte* held = Held(block + i)) {
       std::memcpy(out.data(), held, bs);
-    } else if (block + i >= zero_from_ || block + i >= inner_->num_blocks()) {
+    } else if (auto it = detached_.find(block + i); it != detached_.end()) {
+      std::memcpy(out.data(), it->second.data, bs);
+    } else if (CutOff(block + i) || block + i >= inner_->num_blocks()) {
       std::memset(out.data(), 0, bs);
     } else if (auto it = frozen_.find(block + i); it != frozen_.end()) {
       bool sealed;
@@ -130,9 +133,12 @@ absl::Status DeferredDevice::DoRead(uint64_t block,
 }
 
 bool DeferredDevice::AllInner(uint64_t block, uint64_t n) const {
-  if (block + n > zero_from_ || block + n > inner_->num_blocks()) return false;
+  if (block + n > inner_->num_blocks()) return false;
   for (uint64_t b = block; b < block + n; ++b) {
-    if (Held(b) != nullptr || frozen_.contains(b)) return false;
+    if (Held(b) != nullptr || frozen_.contains(b) || detached_.contains(b) ||
+        CutOff(b)) {
+      return false;
+    }
   }
   return true;
 }
@@ -174,6 +180,33 @@ void DeferredDevice::Release(uint64_t block) {
   Free(block, slot, /*current=*/true);
 }
 
+void DeferredDevice::Detach(uint64_t block) {
+  std::byte* slot = Held(block);
+  index_[block] = nullptr;
+  held_.erase(block);
+  detached_.emplace(block, HeldBlock{slot, block_size()});
+}
+
+void DeferredDevice::FinishLeaving(bool written) {
+  std::vector<Lender::Leaving> gone;
+  for (const auto& [block, bytes] : detached_) {
+    const bool anew = Held(block) != nullptr;
+    if (!written && !anew) {
+      Adopt(block, bytes.data);
+      continue;
+    }
+    if (written && block >= zero_from_) {
+      if (block >= written_.size()) written_.resize(block + 1, false);
+      written_[block] = true;
+    }
+    gone.push_back({block, bytes.data, /*current=*/written && !anew});
+  }
+  for (std::byte* slot : detached_cut_) gone.push_back({0, slot, false});
+  detached_.clear();
+  detached_cut_.clear();
+  if (!gone.empty()) Free(gone);
+}
+
 absl::Status DeferredDevice::DoWrite(uint64_t block,
                                      std::span<const std::byte> buffer) {
   const uint32_t bs = block_size();
@@ -206,8 +239,19 @@ absl::Status DeferredDevice::DoResize(uint64_t num_blocks) {
       held_.erase(it++);
     }
   }
+  if (num_blocks < size_) {
+    for (auto it = detached_.begin(); it != detached_.end();) {
+      if (it->first < num_blocks) {
+        ++it;
+        continue;
+      }
+      detached_cut_.push_back(it->second.data);
+      detached_.erase(it++);
+    }
+  }
   size_ = num_blocks;
   zero_from_ = std::min(zero_from_, num_blocks);
+  if (written_.size() > num_blocks) written_.resize(num_blocks);
   return absl::OkStatus();
 }
 

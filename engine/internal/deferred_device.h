@@ -74,6 +74,20 @@ class DeferredDevice final : public io::BlockDevice {
   std::span<std::byte> Hold(uint64_t block);
   // Forgets the held bytes of `block` (its owner returns it unchanged).
   void Release(uint64_t block);
+  // Held `block`, sealed, leaves for the inner device: its owner writes
+  // it there on another thread (a bucket block written ahead of the next
+  // checkpoint), reading its bytes, which nothing changes until
+  // FinishLeaving. Meanwhile it is not held, and its bytes answer reads
+  // (FrozenCurrent; a write holds it anew, as a frozen block).
+  // REQUIRES: the block is held and not frozen.
+  void Detach(uint64_t block);
+  // The blocks detached since the last call: `written` to the inner
+  // device, which reads them from now on, each slot going back as its
+  // block's bytes unless the block was held anew or cut off meanwhile;
+  // else (a failed write) held again, unless held anew.
+  void FinishLeaving(bool written);
+  // Whether a checkpoint froze `block` (it may be held anew besides).
+  bool Frozen(uint64_t block) const { return frozen_.contains(block); }
 
   // Forgets the held blocks but keeps their bytes, unchanged, to answer
   // reads until ReleaseFrozen: call once the size reached the inner device
@@ -83,12 +97,17 @@ class DeferredDevice final : public io::BlockDevice {
   void Freeze();
   // The frozen blocks (empty unless between Freeze and ReleaseFrozen).
   const HeldMap& frozen() const { return frozen_; }
-  // The frozen bytes of `block` if it is frozen and not held anew (then
-  // they are what reads of it see), else null. A seal may be changing
+  // The frozen bytes of `block` if it is frozen (or leaving: Detach) and
+  // not held anew (then they are what reads of it see), else null. A seal may be changing
   // them meanwhile (SealFrozen): the owner reads only what its seal
   // leaves alone.
   const std::byte* FrozenCurrent(uint64_t block) const {
-    if (frozen_.empty() || Held(block) != nullptr) return nullptr;
+    if (Held(block) != nullptr) return nullptr;
+    if (!detached_.empty()) {
+      const auto it = detached_.find(block);
+      if (it != detached_.end()) return it->second.data;
+    }
+    if (frozen_.empty()) return nullptr;
     const auto it = frozen_.find(block);
     return it == frozen_.end() ? nullptr : it->second.data;
   }
@@ -147,6 +166,12 @@ class DeferredDevice final : public io::BlockDevice {
   absl::Status DoReadBatch(std::span<const io::ReadRequest> requests) override;
   // True when no block of [block, block + n) is held or cut off.
   bool AllInner(uint64_t block, uint64_t n) const;
+  // Whether reads of `block` (not held) see zeros rather than the inner
+  // device's stale bytes.
+  bool CutOff(uint64_t block) const {
+    return block >= zero_from_ &&
+           !(block < written_.size() && written_[block]);
+  }
   absl::Status DoWrite(uint64_t block,
                        std::span<const std::byte> buffer) override;
   // Nothing to do: durability comes from the owner's checkpoint.
@@ -169,6 +194,14 @@ class DeferredDevice final : public io::BlockDevice {
   // Blocks at or past this read as zeros unless held: they were cut off by
   // a Resize since the last Freeze, so the inner device's bytes are stale.
   uint64_t zero_from_;
+  // Of those, the blocks written to the inner device since
+  // (FinishLeaving): reads find them there.
+  std::vector<bool> written_;
+  // Detached blocks on their way to the inner device (FinishLeaving), and
+  // the slots of those a Resize cut off meanwhile, which no read finds
+  // but the writing thread may still read.
+  HeldMap detached_;
+  std::vector<std::byte*> detached_cut_;
   HeldMap held_;
   HeldMap frozen_;
   // The next frozen block to free, once ReleaseFrozen(n) began and until

@@ -204,6 +204,7 @@ TEST(TableCrashTest, EveryKillPointRecovers) {
       {"stash: copy rewritten", {1, 2}},
       {"buffer: put drained", hits},
       {"buffer: copy rewritten", {1, 2}},
+      {"write-ahead: blocks written", hits},
       {"checkpoint: blocks placed", hits},
       {"checkpoint: journal synced", hits},
       {"checkpoint: written in place", hits},

@@ -140,6 +140,7 @@ struct Coverage {
   uint64_t grows = 0, shrinks = 0, checkpoints = 0, stash_records = 0;
   uint64_t buffered_records = 0;  // puts in the write buffer at the cut
   uint64_t values = 0;            // values out of line at the cut
+  uint64_t written_ahead = 0;     // blocks written ahead of a checkpoint
   uint64_t replayed = 0;          // runs that replayed log records
   uint64_t journal_applied = 0;   // runs that applied a journal
   uint64_t lost_unsynced = 0;     // runs that lost acknowledged writes
@@ -198,6 +199,7 @@ class Run {
           coverage->checkpoints += st.checkpoints;
           coverage->stash_records += st.stash_records;
           coverage->buffered_records += st.buffered_records;
+          coverage->written_ahead += st.written_ahead;
           coverage->values += st.value_count;
         }
         // Close checkpoints: the cut may fall there too.
@@ -403,8 +405,8 @@ void RunSeeds(uint64_t first, uint64_t count) {
   }
   std::printf(
       "%llu runs: %llu grows, %llu shrinks, %llu checkpoints, %llu stash "
-      "records, %llu buffered puts and %llu values out of line at the cut; "
-      "%llu replayed the log, "
+      "records, %llu buffered puts and %llu values out of line at the cut, "
+      "%llu blocks written ahead of a checkpoint; %llu replayed the log, "
       "%llu applied a journal, %llu lost unsynced writes\n",
       (unsigned long long)coverage.runs, (unsigned long long)coverage.grows,
       (unsigned long long)coverage.shrinks,
@@ -412,6 +414,7 @@ void RunSeeds(uint64_t first, uint64_t count) {
       (unsigned long long)coverage.stash_records,
       (unsigned long long)coverage.buffered_records,
       (unsigned long long)coverage.values,
+      (unsigned long long)coverage.written_ahead,
       (unsigned long long)coverage.replayed,
       (unsigned long long)coverage.journal_applied,
       (unsigned long long)coverage.lost_unsynced);
@@ -422,6 +425,7 @@ void RunSeeds(uint64_t first, uint64_t count) {
   EXPECT_GT(coverage.stash_records, 0u);
   EXPECT_GT(coverage.buffered_records, 0u);
   EXPECT_GT(coverage.values, 0u);
+  EXPECT_GT(coverage.written_ahead, 0u);
   EXPECT_GT(coverage.replayed, 0u);
   EXPECT_GT(coverage.journal_applied, 0u);
   EXPECT_GT(coverage.lost_unsynced, 0u);

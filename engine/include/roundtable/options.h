@@ -59,7 +59,11 @@ struct Options {
   // has written them to the journal and in place (while the writers go on,
   // logging to the log's other file). While that thread still runs, the
   // next checkpoint waits until the log or the held blocks pass their
-  // limit by a quarter, rather than have the writers wait. A checkpoint
+  // limit by a quarter, rather than have the writers wait. In a table
+  // larger than that budget the blocks held longest are written ahead of
+  // the next checkpoint (to new places it then commits), once more than
+  // half the budget is held, so that the checkpoints follow the log rather
+  // than the memory (TableStats::written_ahead). A checkpoint
   // writes every held block once (at a new place in the block file), so
   // random updates spread over a large table cost far less when many land
   // on each block between checkpoints: a cache large enough for the table
@@ -182,6 +186,10 @@ struct TableStats {
   // Blocks of the block file, the stash copy and the write buffer's copy
   // written since the last checkpoint, held in memory until the next.
   uint64_t held_blocks = 0;
+  // Held bucket blocks written to new places in the block file before the
+  // checkpoint that commits them, so that a table larger than its held
+  // blocks' budget keeps them to half of it (docs/durability.md).
+  uint64_t written_ahead = 0;
   // Values stored out of line (docs/table.md, "Values of any size"): how
   // many and their bytes; the value file's bytes, and of those the ones
   // free (reusable, or once the next checkpoint is durable).

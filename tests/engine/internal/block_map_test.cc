@@ -271,6 +271,98 @@ TEST(BlockMapTest, NoCheckpointWritesWhereTheLastDurableOneRefers) {
   }
 }
 
+// Between checkpoints, held blocks written ahead to new places (as the
+// bucket store does once a table outgrows its held blocks' budget), new
+// buckets among them, and given back: no place written ahead is one the
+// last durable checkpoint refers to, no two buckets share one, reads find
+// each bucket's newest block (through the held blocks' device, past the
+// blocks it otherwise reads as cut off), and the map loads as it was.
+TEST(BlockMapTest, BlocksWrittenAheadNeverOverwriteTheDurableCheckpoint) {
+  for (const uint64_t seed : {1, 2, 3, 4}) {
+    SCOPED_TRACE(seed);
+    std::mt19937_64 rng(seed);
+    Files f(20);
+    uint64_t buckets = 20;
+    std::vector<uint32_t> newest(buckets, 0);  // by bucket: its last stamp
+    uint32_t stamp = 0;
+    auto write = [&](uint64_t b) {
+      if (f.held.num_blocks() <= kHeaderBlocks + b) {
+        ASSERT_TRUE(f.held.Resize(kHeaderBlocks + b + 1).ok());
+      }
+      EncodedBlock block(f.held.Hold(kHeaderBlocks + b));
+      block.Init(b);
+      block.set_checkpoint(++stamp);
+      if (b >= newest.size()) newest.resize(b + 1, 0);
+      newest[b] = stamp;
+    };
+    uint64_t written_ahead = 0;
+    for (uint64_t seq = 2; seq < 150; ++seq) {
+      const std::vector<uint64_t> durable = f.Places(buckets);
+      const std::set<uint64_t> durable_set(durable.begin(), durable.end());
+      // The table grows or shrinks by a few buckets; new ones are written.
+      const uint64_t next = std::clamp<uint64_t>(buckets + rng() % 7 - 3, 1, 80);
+      for (uint64_t b = buckets; b < next; ++b) write(b);
+      if (next < buckets) ASSERT_TRUE(f.held.Resize(kHeaderBlocks + next).ok());
+      buckets = next;
+      for (int round = 0; round < 3; ++round) {
+        for (uint64_t b = 0; b < buckets; ++b) {
+          if (rng() % 4 == 0) write(b);
+        }
+        // Some held blocks go ahead, as WriteAhead's caller takes them.
+        std::vector<io::WriteRequest> ahead;
+        for (const auto& [block, bytes] : f.held.held()) {
+          if (rng() % 2 == 0) {
+            EncodedBlock(bytes.span()).Seal();
+            ahead.push_back({block - kHeaderBlocks, bytes.span()});
+          }
+        }
+        std::vector<uint64_t> buckets_ahead;
+        for (const io::WriteRequest& r : ahead) {
+          buckets_ahead.push_back(r.block);
+          f.held.Detach(kHeaderBlocks + r.block);
+        }
+        ASSERT_TRUE(f.places->PlaceAhead(ahead, seq).ok());
+        written_ahead += ahead.size();
+        for (size_t i = 0; i < ahead.size(); ++i) {
+          const uint64_t place = ahead[i].block;
+          ASSERT_EQ(place, f.places->PlaceOf(kHeaderBlocks + buckets_ahead[i]));
+          ASSERT_EQ(durable_set.count(place), 0u)
+              << "bucket " << buckets_ahead[i]
+              << " written over the durable checkpoint";
+          ASSERT_LT(place, f.blocks->num_blocks());
+        }
+        // Until written, reads find the blocks where they wait.
+        for (const uint64_t b : buckets_ahead) {
+          io::AlignedBuffer bytes(kBlock);
+          ASSERT_TRUE(f.held.Read(kHeaderBlocks + b, bytes.span()).ok());
+          ASSERT_EQ(EncodedBlock(bytes.span()).checkpoint(), newest[b]);
+        }
+        ASSERT_TRUE(f.places->file().WriteBatch(ahead).ok());
+        f.held.FinishLeaving(/*written=*/true);
+      }
+      f.Checkpoint(buckets, seq);
+      std::set<uint64_t> seen;
+      io::AlignedBuffer bytes(kBlock);
+      for (uint64_t b = 0; b < buckets; ++b) {
+        const uint64_t place = f.places->PlaceOf(kHeaderBlocks + b);
+        ASSERT_GE(place, kHeaderBlocks);
+        ASSERT_LT(place, f.places->end());
+        ASSERT_TRUE(seen.insert(place).second) << "shared place " << place;
+        ASSERT_TRUE(f.held.Read(kHeaderBlocks + b, bytes.span()).ok());
+        ASSERT_TRUE(VerifyBlock(bytes.span(), b).ok()) << b;
+        ASSERT_EQ(EncodedBlock(bytes.span()).checkpoint(), newest[b]) << b;
+      }
+      BlockMap loaded(f.blocks.get(), f.map.get());
+      ASSERT_TRUE(loaded.Load(buckets, /*stored=*/true).ok());
+      for (uint64_t b = 0; b < buckets; ++b) {
+        ASSERT_EQ(loaded.PlaceOf(kHeaderBlocks + b),
+                  f.places->PlaceOf(kHeaderBlocks + b));
+      }
+    }
+    EXPECT_GT(written_ahead, 1000u);
+  }
+}
+
 // FreePlaces against a std::set: inserts and erases anywhere, the lowest
 // taken, over places spread across many words and clustered in a few.
 TEST(FreePlacesTest, ActsAsAnOrderedSetOfPlaces) {

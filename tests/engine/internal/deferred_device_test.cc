@@ -156,6 +156,76 @@ TEST(DeferredDeviceTest, FrozenBlocksAnswerReadsUntilReleased) {
   EXPECT_EQ(read(device, 5), blocks('\0'));
 }
 
+// Blocks detached on their way to the inner device (written ahead of a
+// checkpoint) answer reads where they lie, a write holds one anew, and
+// once written the inner device answers for them, blocks past the size
+// the device last froze at among them; a failed write holds them again,
+// and a block cut off meanwhile reads as zeros.
+TEST(DeferredDeviceTest, DetachedBlocksAnswerReadsUntilWrittenThenReadInside) {
+  auto inner = io::NewMemoryDevice(kBlock);
+  ASSERT_TRUE(inner->Resize(8).ok());
+  DeferredDevice device(inner.get());
+  io::AlignedBuffer buffer(kBlock);
+  auto fill = [&](char c) {
+    std::memset(buffer.data(), c, kBlock);
+    return std::span<const std::byte>(buffer.data(), kBlock);
+  };
+  auto read = [&](uint64_t b) {
+    io::AlignedBuffer out(kBlock);
+    EXPECT_TRUE(device.Read(b, out.span()).ok());
+    return std::string(reinterpret_cast<const char*>(out.data()), kBlock);
+  };
+  auto blocks = [](char c) { return std::string(kBlock, c); };
+  for (uint64_t b = 1; b <= 3; ++b) ASSERT_TRUE(inner->Write(b, fill('o')).ok());
+  // Blocks 8 and 9 are new: the inner device's bytes there are not theirs.
+  ASSERT_TRUE(inner->Resize(10).ok());
+  ASSERT_TRUE(inner->Write(8, fill('s')).ok());
+  ASSERT_TRUE(device.Resize(10).ok());
+  EXPECT_EQ(read(8), blocks('\0'));
+  ASSERT_TRUE(device.Write(1, fill('a')).ok());
+  ASSERT_TRUE(device.Write(2, fill('b')).ok());
+  ASSERT_TRUE(device.Write(9, fill('n')).ok());
+  for (const uint64_t b : {1, 2, 9}) device.Detach(b);
+  EXPECT_TRUE(device.held().empty());
+  EXPECT_NE(device.FrozenCurrent(1), nullptr);
+  EXPECT_EQ(read(1), blocks('a'));
+  EXPECT_EQ(read(9), blocks('n'));
+  io::AlignedBuffer pair(2 * kBlock);
+  const io::ReadRequest request{1, pair.span()};
+  ASSERT_TRUE(device.ReadBatch({&request, 1}).ok());
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(pair.data()), 2 * kBlock),
+            blocks('a') + blocks('b'));
+  ASSERT_TRUE(device.Write(2, fill('B')).ok());  // held anew
+  EXPECT_EQ(read(2), blocks('B'));
+  EXPECT_EQ(device.FrozenCurrent(2), nullptr);
+  // The owner's thread writes them; from then on the inner device answers
+  // (shown by changing its bytes), but for the block held anew.
+  ASSERT_TRUE(inner->Write(1, fill('a')).ok());
+  ASSERT_TRUE(inner->Write(2, fill('b')).ok());
+  ASSERT_TRUE(inner->Write(9, fill('n')).ok());
+  device.FinishLeaving(/*written=*/true);
+  ASSERT_TRUE(inner->Write(1, fill('i')).ok());
+  ASSERT_TRUE(inner->Write(9, fill('j')).ok());
+  EXPECT_EQ(read(1), blocks('i'));
+  EXPECT_EQ(read(2), blocks('B'));
+  EXPECT_EQ(read(9), blocks('j'));
+  EXPECT_EQ(read(8), blocks('\0'));  // new, never written through
+  // A failed write: held again, as it was.
+  ASSERT_TRUE(device.Write(3, fill('c')).ok());
+  device.Detach(3);
+  device.FinishLeaving(/*written=*/false);
+  EXPECT_NE(device.Held(3), nullptr);
+  EXPECT_EQ(read(3), blocks('c'));
+  // Cut off while on its way, grown again: zeros.
+  ASSERT_TRUE(device.Write(7, fill('z')).ok());
+  device.Detach(7);
+  ASSERT_TRUE(device.Resize(6).ok());
+  ASSERT_TRUE(inner->Write(7, fill('z')).ok());
+  device.FinishLeaving(/*written=*/true);
+  ASSERT_TRUE(device.Resize(8).ok());
+  EXPECT_EQ(read(7), blocks('\0'));
+}
+
 // A lender's slots hold blocks, and come back to it as the blocks leave
 // the device: current when released unchanged or frozen and in place, not
 // when cut off or held anew since; the device's own slots stay with it.
