@@ -129,6 +129,7 @@ std::vector<InfoSection> InfoSections(Call& c) {
         {"shrinks", n(l.shrinks)},
         {"block_file_blocks_read", n(t.physical_blocks.blocks_read)},
         {"block_file_blocks_written", n(t.physical_blocks.blocks_written)},
+        {"blocks_written_ahead", n(t.written_ahead)},
         {"wal_bytes_written", n(t.physical_wal.bytes_written)},
         {"wal_syncs", n(t.physical_wal.syncs)},
         {"journal_bytes_written", n(t.physical_journal.bytes_written)}}},
