@@ -63,7 +63,10 @@ struct Options {
   // larger than that budget the blocks held longest are written ahead of
   // the next checkpoint (to new places it then commits), once more than
   // half the budget is held, so that the checkpoints follow the log rather
-  // than the memory (TableStats::written_ahead). A checkpoint
+  // than the memory (TableStats::written_ahead); a checkpoint also starts
+  // once the blocks written ahead since the last pass the table's size,
+  // as their places and the places they left stay in the block file
+  // until it. A checkpoint
   // writes every held block once (at a new place in the block file), so
   // random updates spread over a large table cost far less when many land
   // on each block between checkpoints: a cache large enough for the table
