@@ -140,11 +140,7 @@ absl::Status BlockMap::Stage(const DeferredDevice::HeldMap& held,
     const uint64_t block = entry.first;
     if (block < kHeaderBlocks || block - kHeaderBlocks >= buckets) continue;
     const uint64_t b = block - kHeaderBlocks;
-    if (b < ahead_.size() && ahead_[b]) {
-      Free(place_[b]);  // written ahead since the last: in no checkpoint
-    } else if (place_[b] != kNoPlace) {
-      waiting_.emplace_back(sequence, place_[b]);
-    }
+    LeavePlace(b, sequence);
     SetPlace(b, Allocate());
   }
   for (const uint64_t b : ahead_list_) ahead_[b] = false;
@@ -183,11 +179,9 @@ absl::Status BlockMap::PlaceAhead(std::span<io::WriteRequest> blocks,
       place_.resize(b + 1, kNoPlace);
       dirty_.resize(BlocksFor(place_.size(), block_size()), true);
     }
+    LeavePlace(b, sequence);
     if (b >= ahead_.size()) ahead_.resize(std::max(b + 1, 2 * ahead_.size()));
-    if (ahead_[b]) {
-      Free(place_[b]);
-    } else {
-      if (place_[b] != kNoPlace) waiting_.emplace_back(sequence, place_[b]);
+    if (!ahead_[b]) {
       ahead_[b] = true;
       ahead_list_.push_back(b);
     }
@@ -196,6 +190,15 @@ absl::Status BlockMap::PlaceAhead(std::span<io::WriteRequest> blocks,
   }
   if (blocks_->num_blocks() < end_) return blocks_->Resize(end_);
   return absl::OkStatus();
+}
+
+void BlockMap::LeavePlace(uint64_t bucket, uint64_t sequence) {
+  const uint64_t place = place_[bucket];
+  if (bucket < ahead_.size() && ahead_[bucket]) {
+    Free(place);  // written ahead since the last Stage: in no checkpoint
+  } else if (place != kNoPlace) {
+    waiting_.emplace_back(sequence, place);
+  }
 }
 
 uint64_t BlockMap::Allocate() {

@@ -13,7 +13,7 @@
 //
 // A place's life: a bucket's block is given a new place when a checkpoint
 // is staged with it held (Stage), or when it is written ahead of the next
-// checkpoint (WriteAhead), the lowest free one, or past the end of the
+// checkpoint (PlaceAhead), the lowest free one, or past the end of the
 // file; its old place, and the place of a bucket the table gave up,
 // waits until that checkpoint is durable, then is free. A new table, and
 // one of format version 9 or older, has bucket b at block b + 2.
@@ -157,6 +157,11 @@ class BlockMap final : public io::BlockDevice {
   absl::StatusOr<uint64_t> Placed(uint64_t block) const;
   // A free place, the lowest, else one past the end.
   uint64_t Allocate();
+  // Bucket `bucket` is about to leave its place for a new one: the place
+  // waits for checkpoint `sequence` to be durable, or is free at once if
+  // it was written ahead since the last Stage (no checkpoint refers to
+  // it); nothing for a bucket with no place yet.
+  void LeavePlace(uint64_t bucket, uint64_t sequence);
   void SetPlace(uint64_t bucket, uint64_t place);
   // `place` is free: below the end, or at it (the end then moves down
   // past every free place).

@@ -18,7 +18,7 @@ namespace {
 
 // What a cut of the layer's file keeps besides the checkpoints' sizes:
 // the block file's places in use now, some written ahead of the next
-// checkpoint (BlockMap::WriteAhead).
+// checkpoint (BlockMap::PlaceAhead).
 uint64_t KeptBlocks(const CheckpointLayer& layer) {
   return layer.places != nullptr ? layer.places->end() : 0;
 }

@@ -113,8 +113,8 @@ absl::Status DeferredDevice::DoRead(uint64_t block,
     const std::span<std::byte> out = buffer.subspan(i * bs, bs);
     if (const std::byte* held = Held(block + i)) {
       std::memcpy(out.data(), held, bs);
-    } else if (auto it = detached_.find(block + i); it != detached_.end()) {
-      std::memcpy(out.data(), it->second.data, bs);
+    } else if (const std::byte* detached = Detached(block + i)) {
+      std::memcpy(out.data(), detached, bs);
     } else if (CutOff(block + i) || block + i >= inner_->num_blocks()) {
       std::memset(out.data(), 0, bs);
     } else if (auto it = frozen_.find(block + i); it != frozen_.end()) {
@@ -135,7 +135,7 @@ absl::Status DeferredDevice::DoRead(uint64_t block,
 bool DeferredDevice::AllInner(uint64_t block, uint64_t n) const {
   if (block + n > inner_->num_blocks()) return false;
   for (uint64_t b = block; b < block + n; ++b) {
-    if (Held(b) != nullptr || frozen_.contains(b) || detached_.contains(b) ||
+    if (Held(b) != nullptr || frozen_.contains(b) || Detached(b) != nullptr ||
         CutOff(b)) {
       return false;
     }

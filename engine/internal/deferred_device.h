@@ -98,15 +98,12 @@ class DeferredDevice final : public io::BlockDevice {
   // The frozen blocks (empty unless between Freeze and ReleaseFrozen).
   const HeldMap& frozen() const { return frozen_; }
   // The frozen bytes of `block` if it is frozen (or leaving: Detach) and
-  // not held anew (then they are what reads of it see), else null. A seal may be changing
-  // them meanwhile (SealFrozen): the owner reads only what its seal
-  // leaves alone.
+  // not held anew (then they are what reads of it see), else null. A seal
+  // may be changing frozen ones meanwhile (SealFrozen): the owner reads
+  // only what its seal leaves alone.
   const std::byte* FrozenCurrent(uint64_t block) const {
     if (Held(block) != nullptr) return nullptr;
-    if (!detached_.empty()) {
-      const auto it = detached_.find(block);
-      if (it != detached_.end()) return it->second.data;
-    }
+    if (const std::byte* detached = Detached(block)) return detached;
     if (frozen_.empty()) return nullptr;
     const auto it = frozen_.find(block);
     return it == frozen_.end() ? nullptr : it->second.data;
@@ -166,6 +163,12 @@ class DeferredDevice final : public io::BlockDevice {
   absl::Status DoReadBatch(std::span<const io::ReadRequest> requests) override;
   // True when no block of [block, block + n) is held or cut off.
   bool AllInner(uint64_t block, uint64_t n) const;
+  // The bytes of `block` if it is detached (on its way), else null.
+  const std::byte* Detached(uint64_t block) const {
+    if (detached_.empty()) return nullptr;
+    const auto it = detached_.find(block);
+    return it == detached_.end() ? nullptr : it->second.data;
+  }
   // Whether reads of `block` (not held) see zeros rather than the inner
   // device's stale bytes.
   bool CutOff(uint64_t block) const {
