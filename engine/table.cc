@@ -404,14 +404,35 @@ absl::Status Table::Impl::CloseLocked() {
 absl::Status Table::Impl::MaybeWriteAhead() {
   const uint64_t limit = HeldLimit(options_);
   // A table within the budget is held whole between checkpoints, which
-  // write each block once for all its edits.
-  if (table_.num_buckets() * layout_.block_size <= limit) {
-    return absl::OkStatus();
-  }
-  constexpr size_t kWriteAheadBatch = 32;
+  // write each block once for all its edits; a larger one keeps half the
+  // budget held.
+  uint64_t keep = limit;
+  if (table_.num_buckets() * layout_.block_size > limit) keep = limit / 2;
+  // The last checkpoint's blocks, still in memory until its thread has
+  // written them, and the blocks on their way count within the budget
+  // too: a table of about the budget's size held whole, frozen by a
+  // checkpoint and then written again would take it twice over.
+  // An eighth of the budget stays for clean blocks, as in the cache,
+  // which lends the rest.
+  const internal::DeferredDevice& blocks = store_.device();
+  const uint64_t cap = limit - limit / internal::BlockCache::kCleanShare;
+  const uint64_t others = blocks.unwritten_bytes() - blocks.held_bytes();
+  keep = std::min(keep, cap - std::min(cap, others));
+  const uint64_t held = blocks.held_bytes();
+  if (held <= keep) return absl::OkStatus();
+  // Batches of 32 blocks at least, larger while the held blocks are far
+  // past what they keep (a checkpoint's thread holds the budget's other
+  // half): the writes of a batch go out sorted, and each costs the thread
+  // a round trip.
+  constexpr size_t kWriteAheadBatch = 32, kLargestBatch = 256;
+  const size_t most = std::clamp<uint64_t>(
+      (held - keep) / layout_.block_size / 4, kWriteAheadBatch, kLargestBatch);
   const uint64_t next = checkpointer_.superblock().sequence + 1;
-  return error_.Note(store_.WriteAhead(limit / 2, kWriteAheadBatch,
-                                       table_.num_buckets(), next));
+  // Past the budget the writer waits for the batch on its way rather than
+  // take memory beyond it.
+  const bool wait = blocks.unwritten_bytes() > cap;
+  return error_.Note(
+      store_.WriteAhead(keep, most, table_.num_buckets(), next, wait));
 }
 
 absl::Status Table::Impl::MaybeCheckpoint() {

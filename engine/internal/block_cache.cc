@@ -116,8 +116,8 @@ void BlockCache::Drop(uint64_t b) {
 std::byte* BlockCache::Lend() {
   if (!enabled()) return nullptr;
   MutexLock lock(&mu_);
-  // Past the half, only free slots: they displace no clean block.
-  if (lent_ >= capacity_blocks_ / 2 && free_.empty()) return nullptr;
+  // Past the lendable slots, only free ones: they displace no clean block.
+  if (lent_ >= lendable_slots() && free_.empty()) return nullptr;
   const uint32_t slot = TakeSlot();
   if (slot == kNoSlot) return nullptr;
   bucket_of_[slot] = kLent;

@@ -23,6 +23,7 @@
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_BLOCK_CACHE_H_
 #define ROUNDTABLE_ENGINE_INTERNAL_BLOCK_CACHE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <span>
@@ -122,12 +123,20 @@ class BlockCache {
   // and a written block becomes a cached one without a copy. A lent slot
   // is neither free nor cached, and never evicted, until it comes back.
   //
-  // A slot to lend: a free one, or the clock's victim; null when half the
-  // slots are lent already and none is free (the other half stays for
-  // clean blocks), or the cache is disabled.
+  // A slot to lend: a free one, or the clock's victim; null when
+  // lendable_slots() are lent already and none is free (the rest, an
+  // eighth, stays for clean blocks), or the cache is disabled.
   std::byte* Lend();
+  static constexpr uint64_t kCleanShare = 8;  // 1/8 of the slots
+  uint64_t lendable_slots() const {
+    return capacity_blocks_ -
+           std::min<uint64_t>(capacity_blocks_,
+                              std::max<uint64_t>(1, capacity_blocks_ /
+                                                        kCleanShare));
+  }
   // Bucket b's cached slot, lent out as it is (no longer cached), or null
-  // when b is not cached. Lends past the half: the block was in memory.
+  // when b is not cached. Lends past lendable_slots(): the block was in
+  // memory.
   std::byte* LendCached(uint64_t b);
   // Whether `bytes` is a slot of the arena (one Lend could return).
   bool Owns(const std::byte* bytes) const {

@@ -37,8 +37,8 @@ void BucketStore::CacheLender::TakeBack(std::span<const Leaving> leaving) {
   returning_.clear();
   for (const Leaving& l : leaving) {
     // Superblock images held from a replayed journal are not buckets'. A
-    // block in one of the device's own slots (the cache had lent half of
-    // its) is cached as a copy only where a slot is free: a full cache
+    // block in one of the device's own slots (the cache had lent all it
+    // lends) is cached as a copy only where a slot is free: a full cache
     // evicts nothing for it, as a checkpoint of a table past its cache
     // gives back tens of thousands of these at once, on the writer's path,
     // and copying them in would only evict each other's copies and every
@@ -226,8 +226,9 @@ absl::Status BucketStore::StagePlaces(uint64_t buckets, uint64_t sequence,
 }
 
 absl::Status BucketStore::WriteAhead(uint64_t keep_bytes, size_t most,
-                                     uint64_t buckets, uint64_t sequence) {
-  if (ahead_.state.load(std::memory_order_acquire) == Ahead::kBusy) {
+                                     uint64_t buckets, uint64_t sequence,
+                                     bool wait) {
+  if (!wait && ahead_.state.load(std::memory_order_acquire) == Ahead::kBusy) {
     return absl::OkStatus();
   }
   RT_RETURN_IF_ERROR(FinishAhead());
@@ -246,7 +247,7 @@ absl::Status BucketStore::WriteAhead(uint64_t keep_bytes, size_t most,
     queued_[b] = false;
     const uint64_t block = b + kHeaderBlocks;
     std::byte* bytes = blocks_->Held(block);
-    if (b >= buckets || bytes == nullptr || blocks_->Frozen(block)) continue;
+    if (b >= buckets || bytes == nullptr) continue;
     // Stamped and checksummed as a checkpoint's thread seals a block.
     EncodedBlock sealed(std::span<std::byte>(bytes, block_size_));
     sealed.set_checkpoint(sequence);

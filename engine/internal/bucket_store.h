@@ -10,8 +10,8 @@
 // block numbers.
 //
 // Each block is in memory at most once: a held block has no cached copy,
-// and held blocks live in slots lent by the cache (as many as half of
-// them; the rest in the deferred device's own chunks), so that an edit of
+// and held blocks live in slots lent by the cache (all but an eighth of
+// them; past that in the deferred device's own chunks), so that an edit of
 // a cached block holds it where it lies and a checkpoint's blocks, once
 // in place, become cached where they lie (docs/table.md, "The block
 // cache"). Until then a frozen block, not held anew, is read where it
@@ -199,14 +199,14 @@ class BucketStore {
   // block file ahead of checkpoint `sequence` (the next to be staged;
   // BlockMap::PlaceAhead), on a thread of its own, while more than
   // `keep_bytes` are held: up to `most` blocks of buckets below `buckets`
-  // at a time, the next batch once the last is done. A block on its way
+  // at a time, the next batch once the last is done (with `wait`, once it
+  // is done, rather than none while it runs). A block on its way
   // answers reads from memory, and a write holds it anew, as a
   // checkpoint's frozen blocks; once written it is cached where it lies,
   // clean, with its tag filter. A block that a checkpoint froze and a
-  // write held anew stays held for the next checkpoint (its frozen image
-  // answers for it until then).
+  // write held anew is written ahead as any other (DeferredDevice::Detach).
   absl::Status WriteAhead(uint64_t keep_bytes, size_t most, uint64_t buckets,
-                          uint64_t sequence);
+                          uint64_t sequence, bool wait = false);
   // Waits for the blocks being written ahead and gives them back: before
   // a checkpoint is staged (its sync of the block file must cover them),
   // and before the files close. Their write's status.

@@ -90,12 +90,15 @@ bool DeferredDevice::ReleaseFrozen(size_t n) {
   for (size_t i = 0; i < leaving.size(); ++i) {
     if (i + kAhead < leaving.size()) PrefetchHeld(leaving[i + kAhead].block);
     const uint64_t block = leaving[i].block;
-    leaving[i].current =
-        block < zero_from_ && block < size_ && Held(block) == nullptr;
+    leaving[i].current = block < zero_from_ && block < size_ &&
+                         Held(block) == nullptr &&
+                         Detached(block) == nullptr &&
+                         !superseded_.contains(block);
   }
   Free(leaving);
   if (it != frozen_.end()) return false;
   releasing_.reset();
+  superseded_.clear();
   return true;
 }
 
@@ -117,7 +120,7 @@ absl::Status DeferredDevice::DoRead(uint64_t block,
       std::memcpy(out.data(), detached, bs);
     } else if (CutOff(block + i) || block + i >= inner_->num_blocks()) {
       std::memset(out.data(), 0, bs);
-    } else if (auto it = frozen_.find(block + i); it != frozen_.end()) {
+    } else if (auto it = FrozenImage(block + i); it != frozen_.end()) {
       bool sealed;
       {
         MutexLock lock(&frozen_mu_);
@@ -135,8 +138,8 @@ absl::Status DeferredDevice::DoRead(uint64_t block,
 bool DeferredDevice::AllInner(uint64_t block, uint64_t n) const {
   if (block + n > inner_->num_blocks()) return false;
   for (uint64_t b = block; b < block + n; ++b) {
-    if (Held(b) != nullptr || frozen_.contains(b) || Detached(b) != nullptr ||
-        CutOff(b)) {
+    if (Held(b) != nullptr || FrozenImage(b) != frozen_.end() ||
+        Detached(b) != nullptr || CutOff(b)) {
       return false;
     }
   }
@@ -199,6 +202,7 @@ void DeferredDevice::FinishLeaving(bool written) {
       if (block >= written_.size()) written_.resize(block + 1, false);
       written_[block] = true;
     }
+    if (written && !anew && frozen_.contains(block)) superseded_.insert(block);
     gone.push_back({block, bytes.data, /*current=*/written && !anew});
   }
   for (std::byte* slot : detached_cut_) gone.push_back({0, slot, false});

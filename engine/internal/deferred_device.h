@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "io/base/mutex.h"
 #include "io/block_device.h"
 
@@ -78,16 +79,16 @@ class DeferredDevice final : public io::BlockDevice {
   // it there on another thread (a bucket block written ahead of the next
   // checkpoint), reading its bytes, which nothing changes until
   // FinishLeaving. Meanwhile it is not held, and its bytes answer reads
-  // (FrozenCurrent; a write holds it anew, as a frozen block).
-  // REQUIRES: the block is held and not frozen.
+  // (FrozenCurrent; a write holds it anew, as a frozen block). A frozen
+  // block held anew may leave too: its frozen image stays as it is for
+  // the checkpoint's thread, but no read sees it again.
+  // REQUIRES: the block is held.
   void Detach(uint64_t block);
   // The blocks detached since the last call: `written` to the inner
   // device, which reads them from now on, each slot going back as its
   // block's bytes unless the block was held anew or cut off meanwhile;
   // else (a failed write) held again, unless held anew.
   void FinishLeaving(bool written);
-  // Whether a checkpoint froze `block` (it may be held anew besides).
-  bool Frozen(uint64_t block) const { return frozen_.contains(block); }
 
   // Forgets the held blocks but keeps their bytes, unchanged, to answer
   // reads until ReleaseFrozen: call once the size reached the inner device
@@ -104,9 +105,13 @@ class DeferredDevice final : public io::BlockDevice {
   const std::byte* FrozenCurrent(uint64_t block) const {
     if (Held(block) != nullptr) return nullptr;
     if (const std::byte* detached = Detached(block)) return detached;
-    if (frozen_.empty()) return nullptr;
-    const auto it = frozen_.find(block);
+    const auto it = FrozenImage(block);
     return it == frozen_.end() ? nullptr : it->second.data;
+  }
+  // The memory that blocks held, frozen or on their way to the inner
+  // device take.
+  uint64_t unwritten_bytes() const {
+    return (held_.size() + frozen_.size() + detached_.size()) * block_size();
   }
 
   // Where held blocks' slots may come from besides the device's own
@@ -169,6 +174,14 @@ class DeferredDevice final : public io::BlockDevice {
     const auto it = detached_.find(block);
     return it == detached_.end() ? nullptr : it->second.data;
   }
+  // Where `block`'s frozen image is, if it is frozen and no block written
+  // to the inner device since has superseded it; else frozen_.end().
+  HeldMap::const_iterator FrozenImage(uint64_t block) const {
+    if (frozen_.empty()) return frozen_.end();
+    const auto it = frozen_.find(block);
+    if (it == frozen_.end() || superseded_.empty()) return it;
+    return superseded_.contains(block) ? frozen_.end() : it;
+  }
   // Whether reads of `block` (not held) see zeros rather than the inner
   // device's stale bytes.
   bool CutOff(uint64_t block) const {
@@ -207,6 +220,10 @@ class DeferredDevice final : public io::BlockDevice {
   std::vector<std::byte*> detached_cut_;
   HeldMap held_;
   HeldMap frozen_;
+  // Frozen blocks held anew and written to the inner device since
+  // (FinishLeaving): their frozen images are stale, read by nobody but
+  // the checkpoint's thread.
+  absl::flat_hash_set<uint64_t> superseded_;
   // The next frozen block to free, once ReleaseFrozen(n) began and until
   // none is left (the map is not added to meanwhile, so it stays valid).
   std::optional<HeldMap::iterator> releasing_;

@@ -181,14 +181,16 @@ class ROUNDTABLE_HIDDEN Table::Impl {
   absl::Status Paranoid() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Group commit through `seq`; a failed sync is the table's first error.
   absl::Status SyncThrough(uint64_t seq) ABSL_LOCKS_EXCLUDED(mu_);
-  // Starts a checkpoint when the Checkpointer says one is due; first, in a
-  // table larger than its held blocks' budget, writes held blocks ahead of
-  // it (MaybeWriteAhead).
+  // Starts a checkpoint when the Checkpointer says one is due; first
+  // writes held blocks ahead of it where they pass their budget
+  // (MaybeWriteAhead).
   absl::Status MaybeCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Keeps the held bucket blocks of a table larger than their budget to
-  // half of it by writing the longest held to new places ahead of the
-  // next checkpoint (BucketStore::WriteAhead), a few at each write: the
-  // checkpoints then follow the log rather than the memory.
+  // half of it, and those of any table, with the last checkpoint's frozen
+  // ones and those on their way, within it less an eighth, by writing
+  // the longest held to new places ahead of the next checkpoint
+  // (BucketStore::WriteAhead), a batch at a time: the checkpoints then
+  // follow the log rather than the memory.
   absl::Status MaybeWriteAhead() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `locked` under the writer lock once no backup is copying the
   // files (a backup keeps the checkpoint its copy is of: rare, and seconds

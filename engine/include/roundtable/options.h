@@ -42,28 +42,29 @@ struct Options {
   // Not part of the layout.
   // Bytes of the cache of clean blocks. 0: every block read goes to the
   // device (the paper's model). Blocks written since the last checkpoint
-  // (below) borrow its free slots and up to half of the others.
+  // (below) borrow its free slots and all but an eighth of the others.
   uint64_t block_cache_bytes = 8 << 20;
   // Blocks written since the last checkpoint stay in memory until the next
   // one (each block is either cached or held: a held block takes a slot
-  // the cache lends, or memory of its own once half the cache is lent and
-  // none of it is free, and is cached where it lies once the checkpoint
-  // has written it). A
+  // the cache lends, or memory of its own once all but an eighth of the
+  // cache is lent and none of it is free, and is cached where it lies once
+  // the checkpoint has written it). A
   // checkpoint starts after a write
   // that takes the write-ahead log past this many bytes, or the held blocks
   // past this or block_cache_bytes, whichever is larger; and on Checkpoint
-  // and Close. The log bounds recovery's replay; the held blocks may take
-  // as much memory as the cache (or checkpoint_bytes), at least half of
-  // it the cache's, and the
-  // last checkpoint's blocks stay in memory too until a thread of its own
-  // has written them to the journal and in place (while the writers go on,
-  // logging to the log's other file). While that thread still runs, the
-  // next checkpoint waits until the log or the held blocks pass their
-  // limit by a quarter, rather than have the writers wait. In a table
-  // larger than that budget the blocks held longest are written ahead of
-  // the next checkpoint (to new places it then commits), once more than
-  // half the budget is held, so that the checkpoints follow the log rather
-  // than the memory (TableStats::written_ahead); a checkpoint also starts
+  // and Close. The log bounds recovery's replay. The last checkpoint's
+  // blocks stay in memory until a thread of its own has written them in
+  // place (while the writers go on, logging to the log's other file).
+  // While that thread still runs, the next checkpoint waits until the log
+  // or the held blocks pass their limit by a quarter, rather than have the
+  // writers wait. In a table larger than that budget the blocks held
+  // longest are written ahead of the next checkpoint (to new places it
+  // then commits), once more than half the budget is held, so that the
+  // checkpoints follow the log rather than the memory
+  // (TableStats::written_ahead); in any table, once the held blocks, the
+  // last checkpoint's and those on their way pass seven eighths of the
+  // budget, so that together they stay within it (in the cache's slots
+  // when the cache is the budget); a checkpoint also starts
   // once the blocks written ahead since the last pass the table's size,
   // as their places and the places they left stay in the block file
   // until it. A checkpoint

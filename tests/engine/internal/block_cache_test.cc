@@ -3,6 +3,7 @@
 // filters, lent slots, and the disabled cache.
 #include "engine/internal/block_cache.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -125,20 +126,24 @@ TEST(BlockCacheTest, VisitTaggedSkipsBlocksTheFilterRulesOut) {
 }
 
 TEST(BlockCacheTest, LentSlotsAreNeverEvictedAndComeBackFreeOrCached) {
-  BlockCache cache(4 * kBlock, kBlock);
-  // A cache full of clean blocks lends half its slots (the clock's
-  // victims); then Lend says no.
-  for (uint64_t bucket = 100; bucket < 104; ++bucket) {
+  constexpr uint64_t kSlots = 16, kLendable = 14;  // an eighth kept clean
+  BlockCache cache(kSlots * kBlock, kBlock);
+  ASSERT_EQ(cache.lendable_slots(), kLendable);
+  // A cache full of clean blocks lends all but an eighth of its slots
+  // (the clock's victims); then Lend says no.
+  for (uint64_t bucket = 100; bucket < 100 + kSlots; ++bucket) {
     cache.Insert(bucket, Filled(bucket).span());
   }
-  std::byte* a = cache.Lend();
-  std::byte* b = cache.Lend();
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  EXPECT_NE(a, b);
-  EXPECT_TRUE(cache.Owns(a));
+  std::vector<std::byte*> lent;
+  for (uint64_t i = 0; i < kLendable; ++i) {
+    lent.push_back(cache.Lend());
+    ASSERT_NE(lent.back(), nullptr);
+    EXPECT_TRUE(cache.Owns(lent.back()));
+  }
+  std::sort(lent.begin(), lent.end());
+  EXPECT_EQ(std::adjacent_find(lent.begin(), lent.end()), lent.end());
   EXPECT_EQ(cache.Lend(), nullptr);
-  EXPECT_EQ(cache.lent_slots(), 2u);
+  EXPECT_EQ(cache.lent_slots(), kLendable);
   const io::AlignedBuffer outside(kBlock);
   EXPECT_FALSE(cache.Owns(outside.data()));
   // Inserts take only the other two slots, never a lent one.
@@ -150,14 +155,15 @@ TEST(BlockCacheTest, LentSlotsAreNeverEvictedAndComeBackFreeOrCached) {
   for (uint64_t bucket = 0; bucket < 6; ++bucket) {
     cached += cache.Lookup(bucket, out.span());
   }
-  EXPECT_EQ(cached, 2);
-  // A lent slot adopted as bucket 9's block, bytes as they are; another
+  EXPECT_EQ(cached, static_cast<int>(kSlots - kLendable));
+  // A lent slot adopted as bucket 9's block, bytes as they are; the others
   // returned free.
+  std::byte* a = lent.front();
   std::memset(a, 99, kBlock);
   cache.Adopt(9, a);
   ASSERT_TRUE(cache.Lookup(9, out.span()));
   EXPECT_EQ(FirstByte(out.span()), 99);
-  cache.Return(b);
+  for (size_t i = 1; i < lent.size(); ++i) cache.Return(lent[i]);
   EXPECT_EQ(cache.lent_slots(), 0u);
   // A cached block lent where it lies: the same bytes, no longer cached.
   std::byte* nine = cache.LendCached(9);
@@ -165,39 +171,49 @@ TEST(BlockCacheTest, LentSlotsAreNeverEvictedAndComeBackFreeOrCached) {
   EXPECT_EQ(FirstByte({nine, kBlock}), 99);
   EXPECT_FALSE(cache.Contains(9));
   EXPECT_EQ(cache.LendCached(9), nullptr);
-  // With half lent, a cached block is still lent where it lies (it was
-  // in memory already).
-  ASSERT_NE(cache.Lend(), nullptr);
+  // With every lendable slot lent, a cached block is still lent where it
+  // lies (it was in memory already).
+  for (uint64_t i = 1; i < kLendable; ++i) ASSERT_NE(cache.Lend(), nullptr);
   EXPECT_EQ(cache.Lend(), nullptr);
   cache.Insert(7, Filled(7).span());
   std::byte* seven = cache.LendCached(7);
   ASSERT_NE(seven, nullptr);
-  EXPECT_EQ(cache.lent_slots(), 3u);
+  EXPECT_EQ(cache.lent_slots(), kLendable + 1);
   // Adopting a bucket already cached frees the older copy's slot.
   cache.Insert(5, Filled(5).span());
   std::memset(nine, 50, kBlock);
   cache.Adopt(5, nine);
   ASSERT_TRUE(cache.Lookup(5, out.span()));
   EXPECT_EQ(FirstByte(out.span()), 50);
-  EXPECT_EQ(cache.lent_slots(), 2u);
+  EXPECT_EQ(cache.lent_slots(), kLendable);
 }
 
-TEST(BlockCacheTest, FreeSlotsAreLentPastTheHalf) {
+TEST(BlockCacheTest, FreeSlotsAreLentPastTheLendableOnes) {
   BlockCache cache(4 * kBlock, kBlock);
+  ASSERT_EQ(cache.lendable_slots(), 3u);  // one slot at least stays clean
   cache.Insert(0, Filled(1).span());
-  // Three free slots: each is lent, though the third takes the lent slots
-  // past the half (it displaces no clean block).
+  // Three free slots: each is lent.
   std::vector<std::byte*> lent;
   for (int i = 0; i < 3; ++i) {
     lent.push_back(cache.Lend());
     ASSERT_NE(lent.back(), nullptr);
   }
   EXPECT_EQ(cache.lent_slots(), 3u);
-  // Past the half with no free slot, the clean block is not evicted.
+  // With no free slot, the clean block is not evicted.
   EXPECT_EQ(cache.Lend(), nullptr);
   io::AlignedBuffer out(kBlock);
   ASSERT_TRUE(cache.Lookup(0, out.span()));
   EXPECT_EQ(FirstByte(out.span()), 1);
+  // A free slot is lent past the lendable ones: it displaces nothing.
+  cache.Return(lent.back());
+  lent.pop_back();
+  cache.Drop(0);
+  lent.push_back(cache.Lend());
+  ASSERT_NE(lent.back(), nullptr);
+  lent.push_back(cache.Lend());
+  ASSERT_NE(lent.back(), nullptr);
+  EXPECT_EQ(cache.lent_slots(), 4u);
+  EXPECT_EQ(cache.Lend(), nullptr);
   for (std::byte* slot : lent) cache.Return(slot);
   EXPECT_EQ(cache.lent_slots(), 0u);
 }

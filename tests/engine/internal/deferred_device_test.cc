@@ -226,6 +226,93 @@ TEST(DeferredDeviceTest, DetachedBlocksAnswerReadsUntilWrittenThenReadInside) {
   EXPECT_EQ(read(7), blocks('\0'));
 }
 
+// A frozen block held anew may leave too: its frozen image stays as it
+// was (the checkpoint's thread reads it), the newer bytes answer reads on
+// their way and the inner device once written, never the frozen image
+// again; when the frozen blocks are freed, its frozen slot goes back as
+// stale while the written one is the block's.
+TEST(DeferredDeviceTest, FrozenBlocksHeldAnewLeaveWithoutTheirFrozenImage) {
+  struct Lender final : DeferredDevice::Lender {
+    std::vector<io::AlignedBuffer> slots;
+    size_t lent = 0;
+    std::vector<std::pair<uint64_t, bool>> back;  // block, current
+    std::byte* Lend() override {
+      return lent < slots.size() ? slots[lent++].data() : nullptr;
+    }
+    bool Owns(const std::byte* slot) const override {
+      for (const io::AlignedBuffer& s : slots) {
+        if (s.data() == slot) return true;
+      }
+      return false;
+    }
+    void TakeBack(std::span<const Leaving> leaving) override {
+      for (const Leaving& l : leaving) back.emplace_back(l.block, l.current);
+    }
+  } lender;
+  for (int i = 0; i < 8; ++i) lender.slots.emplace_back(kBlock);
+  auto inner = io::NewMemoryDevice(kBlock);
+  ASSERT_TRUE(inner->Resize(8).ok());
+  DeferredDevice device(inner.get());
+  device.set_lender(&lender);
+  io::AlignedBuffer buffer(kBlock);
+  auto fill = [&](char c) {
+    std::memset(buffer.data(), c, kBlock);
+    return std::span<const std::byte>(buffer.data(), kBlock);
+  };
+  auto read = [&](uint64_t b) {
+    io::AlignedBuffer out(kBlock);
+    EXPECT_TRUE(device.Read(b, out.span()).ok());
+    return static_cast<char>(out.data()[0]);
+  };
+  ASSERT_TRUE(device.Write(1, fill('f')).ok());
+  ASSERT_TRUE(device.Write(2, fill('g')).ok());
+  device.Freeze();
+  const std::byte* frozen1 = device.frozen().at(1).data;
+  EXPECT_EQ(device.unwritten_bytes(), 2 * kBlock);
+  ASSERT_TRUE(device.Write(1, fill('n')).ok());  // held anew
+  ASSERT_TRUE(device.Write(2, fill('m')).ok());
+  EXPECT_EQ(device.unwritten_bytes(), 4 * kBlock);
+  device.Detach(1);
+  device.Detach(2);
+  EXPECT_EQ(device.unwritten_bytes(), 4 * kBlock);
+  EXPECT_EQ(read(1), 'n');
+  EXPECT_EQ(static_cast<char>(device.FrozenCurrent(1)[0]), 'n');
+  EXPECT_EQ(static_cast<char>(frozen1[0]), 'f');  // as the thread wrote it
+  // Block 1 is written; block 2 is held anew once more before its write
+  // is done.
+  ASSERT_TRUE(inner->Write(1, fill('n')).ok());
+  ASSERT_TRUE(inner->Write(2, fill('m')).ok());
+  ASSERT_TRUE(device.Write(2, fill('p')).ok());
+  device.FinishLeaving(/*written=*/true);
+  ASSERT_TRUE(inner->Write(1, fill('i')).ok());  // shows who answers
+  EXPECT_EQ(read(1), 'i');
+  EXPECT_EQ(device.FrozenCurrent(1), nullptr);
+  EXPECT_EQ(read(2), 'p');
+  io::AlignedBuffer pair(2 * kBlock);
+  const io::ReadRequest request{1, pair.span()};
+  ASSERT_TRUE(device.ReadBatch({&request, 1}).ok());
+  EXPECT_EQ(static_cast<char>(pair.data()[0]), 'i');
+  EXPECT_EQ(static_cast<char>(pair.data()[kBlock]), 'p');
+  // Back from leaving: block 1's written slot as its bytes, block 2's
+  // detached slot as stale (held anew meanwhile).
+  std::vector<std::pair<uint64_t, bool>> want = {{1, true}, {2, false}};
+  std::sort(lender.back.begin(), lender.back.end());
+  EXPECT_EQ(lender.back, want);
+  lender.back.clear();
+  EXPECT_TRUE(device.ReleaseFrozen(1) == false);
+  EXPECT_TRUE(device.ReleaseFrozen(1));
+  std::sort(lender.back.begin(), lender.back.end());
+  want = {{1, false}, {2, false}};  // both frozen images are stale
+  EXPECT_EQ(lender.back, want);
+  EXPECT_EQ(read(1), 'i');
+  EXPECT_EQ(read(2), 'p');
+  // Frozen again, block 1 is as any other: its frozen image answers.
+  ASSERT_TRUE(device.Write(1, fill('q')).ok());
+  device.Freeze();
+  EXPECT_EQ(read(1), 'q');
+  EXPECT_EQ(static_cast<char>(device.FrozenCurrent(1)[0]), 'q');
+}
+
 // A lender's slots hold blocks, and come back to it as the blocks leave
 // the device: current when released unchanged or frozen and in place, not
 // when cut off or held anew since; the device's own slots stay with it.
