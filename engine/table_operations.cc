@@ -215,6 +215,7 @@ TableStats Table::Impl::GetStats() const {
   st.cache_misses = store_.cache_misses();
   if (files_.blocks) st.held_blocks = checkpointer_.held_blocks();
   st.written_ahead = store_.written_ahead();
+  st.unwritten_blocks = store_.device().unwritten_bytes() / layout_.block_size;
   st.value_count = values_.count();
   st.value_bytes = values_.bytes();
   st.value_file_bytes = values_.map().units() * layout_.block_size;

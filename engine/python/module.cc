@@ -81,6 +81,7 @@ py::dict StatsDict(const TableStats& s) {
   d["held_hits"] = s.held_hits;
   d["cache_misses"] = s.cache_misses;
   d["held_blocks"] = s.held_blocks;
+  d["unwritten_blocks"] = s.unwritten_blocks;
   d["written_ahead"] = s.written_ahead;
   d["value_count"] = s.value_count;
   d["value_bytes"] = s.value_bytes;

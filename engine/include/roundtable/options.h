@@ -190,6 +190,12 @@ struct TableStats {
   // Blocks of the block file, the stash copy and the write buffer's copy
   // written since the last checkpoint, held in memory until the next.
   uint64_t held_blocks = 0;
+  // Bucket blocks in memory that their place in the block file does not
+  // hold yet: held since the last checkpoint, frozen while its thread
+  // writes them, or on their way ahead of the next. They stay within the
+  // held blocks' budget less an eighth, but for the blocks of one write
+  // (docs/table.md, "Block cache").
+  uint64_t unwritten_blocks = 0;
   // Held bucket blocks written to new places in the block file before the
   // checkpoint that commits them, so that a table larger than its held
   // blocks' budget keeps them to half of it (docs/durability.md).
