@@ -29,6 +29,44 @@ std::string Contents(io::BlockDevice& device) {
   return all;
 }
 
+// `buffer` (one block) filled with c.
+std::span<const std::byte> Filled(io::AlignedBuffer& buffer, char c) {
+  std::memset(buffer.data(), c, kBlock);
+  return {buffer.data(), kBlock};
+}
+
+// Block b as `device` reads it.
+std::string ReadBlock(io::BlockDevice& device, uint64_t b) {
+  io::AlignedBuffer out(kBlock);
+  EXPECT_TRUE(device.Read(b, out.span()).ok());
+  return std::string(reinterpret_cast<const char*>(out.data()), kBlock);
+}
+
+// A lender of `n` slots of its own, which records the blocks whose slots
+// come back to it, and whether current.
+struct TestLender final : DeferredDevice::Lender {
+  explicit TestLender(int n) {
+    for (int i = 0; i < n; ++i) slots.emplace_back(kBlock);
+  }
+  std::vector<io::AlignedBuffer> slots;
+  size_t lent = 0;
+  std::vector<std::pair<uint64_t, bool>> back;  // block, current
+  std::byte* Lend() override {
+    return lent < slots.size() ? slots[lent++].data() : nullptr;
+  }
+  bool Owns(const std::byte* slot) const override {
+    for (const io::AlignedBuffer& s : slots) {
+      if (s.data() == slot) return true;
+    }
+    return false;
+  }
+  void TakeBack(std::span<const Leaving> leaving) override {
+    for (const Leaving& l : leaving) {
+      if (Owns(l.slot)) back.emplace_back(l.block, l.current);
+    }
+  }
+};
+
 TEST(DeferredDeviceTest, HoldsWritesUntilApplied) {
   std::mt19937_64 rng(3);
   auto inner = io::NewMemoryDevice(kBlock);
@@ -166,15 +204,8 @@ TEST(DeferredDeviceTest, DetachedBlocksAnswerReadsUntilWrittenThenReadInside) {
   ASSERT_TRUE(inner->Resize(8).ok());
   DeferredDevice device(inner.get());
   io::AlignedBuffer buffer(kBlock);
-  auto fill = [&](char c) {
-    std::memset(buffer.data(), c, kBlock);
-    return std::span<const std::byte>(buffer.data(), kBlock);
-  };
-  auto read = [&](uint64_t b) {
-    io::AlignedBuffer out(kBlock);
-    EXPECT_TRUE(device.Read(b, out.span()).ok());
-    return std::string(reinterpret_cast<const char*>(out.data()), kBlock);
-  };
+  auto fill = [&](char c) { return Filled(buffer, c); };
+  auto read = [&](uint64_t b) { return ReadBlock(device, b); };
   auto blocks = [](char c) { return std::string(kBlock, c); };
   for (uint64_t b = 1; b <= 3; ++b) ASSERT_TRUE(inner->Write(b, fill('o')).ok());
   // Blocks 8 and 9 are new: the inner device's bytes there are not theirs.
@@ -232,38 +263,14 @@ TEST(DeferredDeviceTest, DetachedBlocksAnswerReadsUntilWrittenThenReadInside) {
 // again; when the frozen blocks are freed, its frozen slot goes back as
 // stale while the written one is the block's.
 TEST(DeferredDeviceTest, FrozenBlocksHeldAnewLeaveWithoutTheirFrozenImage) {
-  struct Lender final : DeferredDevice::Lender {
-    std::vector<io::AlignedBuffer> slots;
-    size_t lent = 0;
-    std::vector<std::pair<uint64_t, bool>> back;  // block, current
-    std::byte* Lend() override {
-      return lent < slots.size() ? slots[lent++].data() : nullptr;
-    }
-    bool Owns(const std::byte* slot) const override {
-      for (const io::AlignedBuffer& s : slots) {
-        if (s.data() == slot) return true;
-      }
-      return false;
-    }
-    void TakeBack(std::span<const Leaving> leaving) override {
-      for (const Leaving& l : leaving) back.emplace_back(l.block, l.current);
-    }
-  } lender;
-  for (int i = 0; i < 8; ++i) lender.slots.emplace_back(kBlock);
+  TestLender lender(8);
   auto inner = io::NewMemoryDevice(kBlock);
   ASSERT_TRUE(inner->Resize(8).ok());
   DeferredDevice device(inner.get());
   device.set_lender(&lender);
   io::AlignedBuffer buffer(kBlock);
-  auto fill = [&](char c) {
-    std::memset(buffer.data(), c, kBlock);
-    return std::span<const std::byte>(buffer.data(), kBlock);
-  };
-  auto read = [&](uint64_t b) {
-    io::AlignedBuffer out(kBlock);
-    EXPECT_TRUE(device.Read(b, out.span()).ok());
-    return static_cast<char>(out.data()[0]);
-  };
+  auto fill = [&](char c) { return Filled(buffer, c); };
+  auto read = [&](uint64_t b) { return ReadBlock(device, b)[0]; };
   ASSERT_TRUE(device.Write(1, fill('f')).ok());
   ASSERT_TRUE(device.Write(2, fill('g')).ok());
   device.Freeze();
@@ -317,26 +324,7 @@ TEST(DeferredDeviceTest, FrozenBlocksHeldAnewLeaveWithoutTheirFrozenImage) {
 // the device: current when released unchanged or frozen and in place, not
 // when cut off or held anew since; the device's own slots stay with it.
 TEST(DeferredDeviceTest, LentSlotsGoBackToTheLender) {
-  struct Lender final : DeferredDevice::Lender {
-    std::vector<io::AlignedBuffer> slots;
-    size_t lent = 0;
-    std::vector<std::pair<uint64_t, bool>> back;  // block, current
-    std::byte* Lend() override {
-      return lent < slots.size() ? slots[lent++].data() : nullptr;
-    }
-    bool Owns(const std::byte* slot) const override {
-      for (const io::AlignedBuffer& s : slots) {
-        if (s.data() == slot) return true;
-      }
-      return false;
-    }
-    void TakeBack(std::span<const Leaving> leaving) override {
-      for (const Leaving& l : leaving) {
-        if (Owns(l.slot)) back.emplace_back(l.block, l.current);
-      }
-    }
-  } lender;
-  for (int i = 0; i < 4; ++i) lender.slots.emplace_back(kBlock);
+  TestLender lender(4);
   auto inner = io::NewMemoryDevice(kBlock);
   ASSERT_TRUE(inner->Resize(8).ok());
   DeferredDevice device(inner.get());
