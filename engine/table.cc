@@ -421,15 +421,15 @@ absl::Status Table::Impl::MaybeWriteAhead() {
   const uint64_t held = blocks.held_bytes();
   if (held <= keep) return absl::OkStatus();
   // Batches of 32 blocks at least, larger while the held blocks are far
-  // past what they keep (a checkpoint's thread holds the budget's other
-  // half): the writes of a batch go out sorted, and each costs the thread
-  // a round trip.
+  // past what they keep (a checkpoint's frozen blocks taking most of the
+  // budget): the writes of a batch go out sorted, and each costs the
+  // thread a round trip.
   constexpr size_t kWriteAheadBatch = 32, kLargestBatch = 256;
   const size_t most = std::clamp<uint64_t>(
       (held - keep) / layout_.block_size / 4, kWriteAheadBatch, kLargestBatch);
   const uint64_t next = checkpointer_.superblock().sequence + 1;
-  // Past the budget the writer waits for the batch on its way rather than
-  // take memory beyond it.
+  // Past that the writer waits for the batch on its way rather than take
+  // the clean blocks' eighth too, and then memory beyond the budget.
   const bool wait = blocks.unwritten_bytes() > cap;
   return error_.Note(
       store_.WriteAhead(keep, most, table_.num_buckets(), next, wait));

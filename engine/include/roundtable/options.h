@@ -194,7 +194,7 @@ struct TableStats {
   // hold yet: held since the last checkpoint, frozen while its thread
   // writes them, or on their way ahead of the next. They stay within the
   // held blocks' budget less an eighth, but for the blocks of one write
-  // (docs/table.md, "Block cache").
+  // and while a backup copies the files (docs/table.md, "Block cache").
   uint64_t unwritten_blocks = 0;
   // Held bucket blocks written to new places in the block file before the
   // checkpoint that commits them, so that a table larger than its held
