@@ -416,9 +416,9 @@ absl::Status Table::Impl::MaybeWriteAhead() {
   // which lends the rest.
   const internal::DeferredDevice& blocks = store_.device();
   const uint64_t cap = limit - limit / internal::BlockCache::kCleanShare;
-  const uint64_t others = blocks.unwritten_bytes() - blocks.held_bytes();
-  keep = std::min(keep, cap - std::min(cap, others));
+  const uint64_t unwritten = blocks.unwritten_bytes();
   const uint64_t held = blocks.held_bytes();
+  keep = std::min(keep, cap - std::min(cap, unwritten - held));
   if (held <= keep) return absl::OkStatus();
   // Batches of 32 blocks at least, larger while the held blocks are far
   // past what they keep (a checkpoint's frozen blocks taking most of the
@@ -430,7 +430,7 @@ absl::Status Table::Impl::MaybeWriteAhead() {
   const uint64_t next = checkpointer_.superblock().sequence + 1;
   // Past that the writer waits for the batch on its way rather than take
   // the clean blocks' eighth too, and then memory beyond the budget.
-  const bool wait = blocks.unwritten_bytes() > cap;
+  const bool wait = unwritten > cap;
   return error_.Note(
       store_.WriteAhead(keep, most, table_.num_buckets(), next, wait));
 }

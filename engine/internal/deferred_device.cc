@@ -92,8 +92,7 @@ bool DeferredDevice::ReleaseFrozen(size_t n) {
     const uint64_t block = leaving[i].block;
     leaving[i].current = block < zero_from_ && block < size_ &&
                          Held(block) == nullptr &&
-                         Detached(block) == nullptr &&
-                         !superseded_.contains(block);
+                         Detached(block) == nullptr && !Superseded(block);
   }
   Free(leaving);
   if (it != frozen_.end()) return false;

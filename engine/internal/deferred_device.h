@@ -179,8 +179,12 @@ class DeferredDevice final : public io::BlockDevice {
   HeldMap::const_iterator FrozenImage(uint64_t block) const {
     if (frozen_.empty()) return frozen_.end();
     const auto it = frozen_.find(block);
-    if (it == frozen_.end() || superseded_.empty()) return it;
-    return superseded_.contains(block) ? frozen_.end() : it;
+    return it != frozen_.end() && Superseded(block) ? frozen_.end() : it;
+  }
+  // Whether `block`'s frozen image is stale (superseded_), looked up only
+  // when there are any.
+  bool Superseded(uint64_t block) const {
+    return !superseded_.empty() && superseded_.contains(block);
   }
   // Whether reads of `block` (not held) see zeros rather than the inner
   // device's stale bytes.
