@@ -419,18 +419,23 @@ absl::Status Table::Impl::MaybeWriteAhead() {
   const uint64_t unwritten = blocks.unwritten_bytes();
   const uint64_t held = blocks.held_bytes();
   keep = std::min(keep, cap - std::min(cap, unwritten - held));
-  if (held <= keep) return absl::OkStatus();
-  // Batches of 32 blocks at least, larger while the held blocks are far
-  // past what they keep (a checkpoint's frozen blocks taking most of the
-  // budget): the writes of a batch go out sorted, and each costs the
-  // thread a round trip.
-  constexpr size_t kWriteAheadBatch = 32, kLargestBatch = 256;
-  const size_t most = std::clamp<uint64_t>(
-      (held - keep) / layout_.block_size / 4, kWriteAheadBatch, kLargestBatch);
-  const uint64_t next = checkpointer_.superblock().sequence + 1;
   // Past that the writer waits for the batch on its way rather than take
   // the clean blocks' eighth too, and then memory beyond the budget.
   const bool wait = unwritten > cap;
+  // Batches of 32 blocks at least, larger while the held blocks are far
+  // past what they keep (a checkpoint's frozen blocks taking most of the
+  // budget): the writes of a batch go out sorted, and each costs the
+  // thread a wakeup and a round trip, so none starts for fewer (unless
+  // the writer must wait anyway).
+  constexpr size_t kWriteAheadBatch = 32, kLargestBatch = 256;
+  const uint64_t least = kWriteAheadBatch * layout_.block_size;
+  if (held <= keep || (!wait && held < keep + least)) {
+    return absl::OkStatus();
+  }
+  keep = std::min(keep, held - std::min(held, least));
+  const size_t most = std::clamp<uint64_t>(
+      (held - keep) / layout_.block_size / 4, kWriteAheadBatch, kLargestBatch);
+  const uint64_t next = checkpointer_.superblock().sequence + 1;
   return error_.Note(
       store_.WriteAhead(keep, most, table_.num_buckets(), next, wait));
 }
