@@ -28,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/internal/coding.h"
+#include "engine/internal/record_memory.h"
 #include "engine/internal/tag_filter.h"
 
 namespace roundtable::internal {
@@ -42,7 +43,7 @@ inline uint16_t TagOf(uint64_t hash) { return static_cast<uint16_t>(hash); }
 
 // A key and its value, both in one allocation (the key's bytes, then the
 // value's): a record held in memory (the stash, the write buffer) costs one
-// heap block, and its struct 16 bytes.
+// heap block (record_memory.h), and its struct 16 bytes.
 class Record {
  public:
   Record() = default;
@@ -60,29 +61,33 @@ class Record {
   }
   // A moved-from record is empty.
   Record(Record&& other) noexcept
-      : data_(std::move(other.data_)),
+      : data_(std::exchange(other.data_, nullptr)),
         key_size_(std::exchange(other.key_size_, 0)),
         value_size_(std::exchange(other.value_size_, 0)) {}
   Record& operator=(Record&& other) noexcept {
-    data_ = std::move(other.data_);
-    key_size_ = std::exchange(other.key_size_, 0);
-    value_size_ = std::exchange(other.value_size_, 0);
+    if (this != &other) {
+      Free();
+      data_ = std::exchange(other.data_, nullptr);
+      key_size_ = std::exchange(other.key_size_, 0);
+      value_size_ = std::exchange(other.value_size_, 0);
+    }
     return *this;
   }
+  ~Record() { Free(); }
 
-  std::string_view key() const { return {data_.get(), key_size_}; }
+  std::string_view key() const { return {data_, key_size_}; }
   // The key's bytes, then the value's (null when both are empty).
-  const char* bytes() const { return data_.get(); }
+  const char* bytes() const { return data_; }
   uint32_t key_size() const { return key_size_; }
   uint32_t value_size() const { return value_size_; }
   std::string_view value() const {
-    return {data_.get() + key_size_, value_size_};
+    return {data_ + key_size_, value_size_};
   }
   // Replaces the value (which may be a view of this record's own).
   void set_value(std::string_view value) {
     if (value.size() == value_size_) {
       if (!value.empty()) {
-        std::memmove(data_.get() + key_size_, value.data(), value.size());
+        std::memmove(data_ + key_size_, value.data(), value.size());
       }
       return;
     }
@@ -93,8 +98,8 @@ class Record {
   void Prefetch() const {
     const size_t size = size_t{key_size_} + value_size_;
     if (size == 0) return;
-    __builtin_prefetch(data_.get());
-    __builtin_prefetch(data_.get() + std::min<size_t>(64, size - 1));
+    __builtin_prefetch(data_);
+    __builtin_prefetch(data_ + std::min<size_t>(64, size - 1));
   }
 
   bool operator==(const Record& other) const {
@@ -102,14 +107,17 @@ class Record {
   }
 
  private:
-  static std::unique_ptr<char[]> Allocate(size_t bytes) {
-    return bytes == 0 ? nullptr : std::make_unique_for_overwrite<char[]>(bytes);
+  static char* Allocate(size_t bytes) {
+    return bytes == 0 ? nullptr : AllocateRecordBytes(bytes);
+  }
+  void Free() {
+    if (data_ != nullptr) FreeRecordBytes(data_, size_t{key_size_} + value_size_);
   }
   void Copy(std::string_view bytes, size_t at) {
-    if (!bytes.empty()) std::memcpy(data_.get() + at, bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(data_ + at, bytes.data(), bytes.size());
   }
 
-  std::unique_ptr<char[]> data_;
+  char* data_ = nullptr;
   uint32_t key_size_ = 0;
   uint32_t value_size_ = 0;
 };
