@@ -112,7 +112,8 @@ class BlockMap final : public io::BlockDevice {
   // to be durable, as Stage's do, unless it was itself written ahead since
   // the last checkpoint (no checkpoint refers to it: free at once). So a
   // crash loses nothing: the last durable checkpoint's places are
-  // untouched. The file is grown to hold the places here.
+  // untouched. The file is grown to hold the places here, by an eighth
+  // more (kGrowthBlocks at least).
   absl::Status PlaceAhead(std::span<io::WriteRequest> blocks,
                           uint64_t sequence);
   // The block file.
@@ -176,6 +177,7 @@ class BlockMap final : public io::BlockDevice {
   // first that does not: free once it is durable.
   std::vector<std::pair<uint64_t, uint64_t>> waiting_;
   uint64_t end_ = kHeaderBlocks;
+  static constexpr uint64_t kGrowthBlocks = 256;
   // By map block: changed since the last Stage.
   std::vector<bool> dirty_;
   // By bucket: placed by PlaceAhead since the last Stage, so that no

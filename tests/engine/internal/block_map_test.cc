@@ -363,6 +363,44 @@ TEST(BlockMapTest, BlocksWrittenAheadNeverOverwriteTheDurableCheckpoint) {
   }
 }
 
+// A resize of the block file can wait for the file system's journal (a
+// checkpoint's sync holds it): the blocks written ahead grow the file by
+// an eighth or 256 blocks at once, and the next batches fit without one.
+TEST(BlockMapTest, BlocksWrittenAheadGrowTheFileAheadOfThem) {
+  Files f(20);
+  std::vector<io::WriteRequest> ahead;
+  auto place_ahead = [&](uint64_t first, uint64_t n, uint64_t seq) {
+    ahead.clear();
+    for (uint64_t b = first; b < first + n; ++b) {
+      f.Hold(b);
+      const std::span<std::byte> bytes(f.held.Held(kHeaderBlocks + b), kBlock);
+      EncodedBlock(bytes).Seal();
+      ahead.push_back({b, bytes});
+      f.held.Detach(kHeaderBlocks + b);
+    }
+    ASSERT_TRUE(f.places->PlaceAhead(ahead, seq).ok());
+    ASSERT_TRUE(f.places->file().WriteBatch(ahead).ok());
+    f.held.FinishLeaving(/*written=*/true);
+  };
+  place_ahead(0, 20, 2);
+  // All past the end: places 22..41.
+  EXPECT_EQ(f.places->end(), kHeaderBlocks + 40);
+  const uint64_t grown = f.blocks->num_blocks();
+  EXPECT_EQ(grown, f.places->end() + 256);
+  place_ahead(0, 10, 2);  // their places of the last batch are free again
+  place_ahead(10, 10, 2);
+  EXPECT_EQ(f.blocks->num_blocks(), grown);
+  // The blocks past the last place are free: a load finds every bucket.
+  f.Checkpoint(20, 2);
+  BlockMap loaded(f.blocks.get(), f.map.get());
+  ASSERT_TRUE(loaded.Load(20, /*stored=*/true).ok());
+  for (uint64_t b = 0; b < 20; ++b) {
+    EXPECT_EQ(loaded.PlaceOf(kHeaderBlocks + b),
+              f.places->PlaceOf(kHeaderBlocks + b));
+  }
+  EXPECT_LE(loaded.end(), f.places->end());
+}
+
 // FreePlaces against a std::set: inserts and erases anywhere, the lowest
 // taken, over places spread across many words and clustered in a few.
 TEST(FreePlacesTest, ActsAsAnOrderedSetOfPlaces) {
