@@ -32,7 +32,7 @@ inline constexpr bool kRecordPooling = true;
 #endif
 
 inline constexpr size_t kMaxPooledBytes = 512;
-inline constexpr size_t kPooledBytesPerSize = 256 << 10;
+inline constexpr size_t kPooledBytesPerSize = 64 << 10;
 
 // A block of at least `bytes` bytes (> 0), aligned for any char data.
 char* AllocateRecordBytes(size_t bytes);
