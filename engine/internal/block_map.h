@@ -177,7 +177,7 @@ class BlockMap final : public io::BlockDevice {
   // first that does not: free once it is durable.
   std::vector<std::pair<uint64_t, uint64_t>> waiting_;
   uint64_t end_ = kHeaderBlocks;
-  static constexpr uint64_t kGrowthBlocks = 256;
+  static constexpr uint64_t kGrowthBlocks = 16;
   // By map block: changed since the last Stage.
   std::vector<bool> dirty_;
   // By bucket: placed by PlaceAhead since the last Stage, so that no

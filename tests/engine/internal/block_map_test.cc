@@ -365,7 +365,7 @@ TEST(BlockMapTest, BlocksWrittenAheadNeverOverwriteTheDurableCheckpoint) {
 
 // A resize of the block file can wait for the file system's journal (a
 // checkpoint's sync holds it): the blocks written ahead grow the file by
-// an eighth or 256 blocks at once, and the next batches fit without one.
+// an eighth or 16 blocks at once, and the next batches fit without one.
 TEST(BlockMapTest, BlocksWrittenAheadGrowTheFileAheadOfThem) {
   Files f(20);
   std::vector<io::WriteRequest> ahead;
@@ -386,7 +386,7 @@ TEST(BlockMapTest, BlocksWrittenAheadGrowTheFileAheadOfThem) {
   // All past the end: places 22..41.
   EXPECT_EQ(f.places->end(), kHeaderBlocks + 40);
   const uint64_t grown = f.blocks->num_blocks();
-  EXPECT_EQ(grown, f.places->end() + 256);
+  EXPECT_EQ(grown, f.places->end() + 16);
   place_ahead(0, 10, 2);  // their places of the last batch are free again
   place_ahead(10, 10, 2);
   EXPECT_EQ(f.blocks->num_blocks(), grown);
