@@ -115,12 +115,6 @@ class LoggedStash {
   void Restore(uint64_t b, uint64_t h, Record record) {
     stash_.Add(b, h, std::move(record));
   }
-  // Moves the records of bucket b whose bucket by_hash(hash) is another
-  // there, in memory only (Stash::Rehome).
-  template <typename ByHash>
-  void Rehome(uint64_t b, ByHash by_hash) {
-    stash_.Rehome(b, by_hash);
-  }
   // Notes in the copy that a taken record of `key` left it.
   absl::Status LogRemoved(std::string_view key) { return LogRemove(key); }
 

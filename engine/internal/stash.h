@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -137,41 +136,6 @@ class Stash {
     return taken;
   }
 
-  // Moves each record of bucket b's list whose bucket, by_hash(its hash),
-  // is another to that bucket's list; the rest stay where they are (a
-  // distribute: in round-mapping a source keeps about half its keys). The
-  // order of a list may change.
-  template <typename ByHash>
-  void Rehome(uint64_t b, ByHash by_hash) {
-    if (!HasList(b)) return;
-    moving_.clear();
-    auto it = lists_.find(b);
-    List& list = it->second;
-    uint16_t filter = 0;
-    for (size_t i = 0; i < list.size();) {
-      const uint64_t to = by_hash(list[i].hash);
-      if (to == b) {
-        filter |= FilterBit(list[i].hash);
-        ++i;
-        continue;
-      }
-      moving_.push_back({to, std::move(list[i])});
-      if (i + 1 < list.size()) list[i] = std::move(list.back());
-      list.pop_back();
-    }
-    if (moving_.empty()) return;
-    if (list.empty()) {
-      Erase(it);
-    } else {
-      SetFilter(b, filter);
-    }
-    for (auto& [to, e] : moving_) {
-      SetFilter(to, FilterOf(to) | FilterBit(e.hash));
-      lists_[to].push_back(std::move(e));
-    }
-    moving_.clear();
-  }
-
   // Calls fn(bucket, list) for every list, in no particular order.
   template <typename Fn>
   void ForEachList(Fn fn) const {
@@ -226,8 +190,6 @@ class Stash {
   std::vector<uint16_t> filter_;  // by bucket; nonzero iff it has a list
   uint64_t records_ = 0;
   uint64_t bytes_ = 0;
-  // Rehome's records on their way, with their new buckets.
-  std::vector<std::pair<uint64_t, Entry>> moving_;
 };
 
 }  // namespace roundtable::internal

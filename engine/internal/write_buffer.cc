@@ -64,16 +64,16 @@ void WriteBuffer::OnDistribute(const mapping::RoundMapping& mapping,
                                std::span<const uint64_t> sources,
                                std::span<const uint64_t> rebuilt) {
   // Buffered puts of the sources follow their keys to their new buckets
-  // (the copy stores no bucket, so nothing is logged); about half stay.
-  // Their records load meanwhile: the rebuilt blocks take them next
-  // (DrainRebuilt).
+  // (the copy stores no bucket, so nothing is logged). Their records load
+  // meanwhile: the rebuilt blocks take them next (DrainRebuilt).
   for (const uint64_t b : sources) {
-    buffer_.Rehome(b, [&](uint64_t h) { return mapping.FindBucket(h); });
+    for (Stash::Entry& e : buffer_.Take(b)) {
+      e.record.Prefetch();
+      buffer_.Restore(mapping.FindBucket(e.hash), e.hash, std::move(e.record));
+    }
   }
   for (const uint64_t b : rebuilt) {
-    if (buffer_.ListOf(b) == nullptr) continue;
-    buffer_.PrefetchRecords(b);
-    rebuilt_.push_back(b);
+    if (buffer_.ListOf(b) != nullptr) rebuilt_.push_back(b);
   }
 }
 

@@ -83,63 +83,6 @@ TEST(StashTest, MatchesAModel) {
   }
 }
 
-// A distribute's move: the records of a list whose bucket is now another
-// go to that bucket's list, the rest stay, and every record is found in
-// its bucket, against a model of each bucket's keys.
-TEST(StashTest, RehomeMovesOnlyTheRecordsOfOtherBuckets) {
-  std::mt19937_64 rng(9);
-  // Any hash: the filter bits spread over all 16.
-  auto hash_of = [](std::string_view key) {
-    return std::hash<std::string_view>()(key);
-  };
-  for (int round = 0; round < 200; ++round) {
-    Stash stash;
-    std::map<uint64_t, std::map<std::string, std::string>> model;
-    // Buckets 0..7, a few records each (some with none).
-    for (int i = 0; i < 40; ++i) {
-      const uint64_t b = rng() % 8;
-      const std::string key = "k" + std::to_string(round) + "-" +
-                              std::to_string(i);
-      const std::string value(rng() % 30, 'v');
-      stash.Add(b, hash_of(key), Record(key, value));
-      model[b][key] = value;
-    }
-    const uint64_t records = stash.records(), bytes = stash.bytes();
-    // Bucket `from`'s keys stay or go to one of buckets 0..9 by their hash
-    // (as in round-mapping, where a source's keys go to the next bucket).
-    const uint64_t from = rng() % 8;
-    auto by_hash = [&](uint64_t h) {
-      return (h >> 40) % 3 == 0 ? from : (h >> 20) % 10;
-    };
-    stash.Rehome(from, by_hash);
-    std::map<uint64_t, std::map<std::string, std::string>> want = model;
-    want.erase(from);
-    for (const auto& [key, value] : model[from]) {
-      want[by_hash(hash_of(key))][key] = value;
-    }
-    ASSERT_EQ(stash.records(), records);
-    ASSERT_EQ(stash.bytes(), bytes);
-    ASSERT_TRUE(stash.Consistent(hash_of)) << round;
-    for (uint64_t b = 0; b < 10; ++b) {
-      std::map<std::string, std::string> got;
-      if (const Stash::List* list = stash.ListOf(b)) {
-        for (const Stash::Entry& e : *list) {
-          got.emplace(e.record.key(), e.record.value());
-        }
-      }
-      auto it = want.find(b);
-      const auto& expected =
-          it == want.end() ? std::map<std::string, std::string>{} : it->second;
-      ASSERT_EQ(got, expected) << "round " << round << " bucket " << b;
-      for (const auto& [key, value] : expected) {
-        const Record* r = stash.Find(b, key, hash_of(key));
-        ASSERT_NE(r, nullptr) << key;
-        ASSERT_EQ(r->value(), value);
-      }
-    }
-  }
-}
-
 TEST(StashTest, ConsistentNoticesAWrongHash) {
   Stash stash;
   stash.Add(3, TestHash("a"), Record{"a", "1"});
