@@ -111,7 +111,9 @@ class Record {
     return bytes == 0 ? nullptr : AllocateRecordBytes(bytes);
   }
   void Free() {
-    if (data_ != nullptr) FreeRecordBytes(data_, size_t{key_size_} + value_size_);
+    if (data_ != nullptr) {
+      FreeRecordBytes(data_, size_t{key_size_} + value_size_);
+    }
   }
   void Copy(std::string_view bytes, size_t at) {
     if (!bytes.empty()) std::memcpy(data_ + at, bytes.data(), bytes.size());

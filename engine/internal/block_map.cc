@@ -188,10 +188,10 @@ absl::Status BlockMap::PlaceAhead(std::span<io::WriteRequest> blocks,
     SetPlace(b, Allocate());
     r.block = place_[b];
   }
-  // The file grows ahead of the places, by an eighth: a resize waits for
-  // the file system's journal, which a checkpoint's sync of this file may
-  // hold for tens of milliseconds (the next checkpoint cuts the file back
-  // to the places in use).
+  // The file grows ahead of the places, by an eighth (kGrowthBlocks at
+  // least): a resize waits for the file system's journal, which a
+  // checkpoint's sync of this file may hold for tens of milliseconds (the
+  // next checkpoint cuts the file back to the places in use).
   if (blocks_->num_blocks() < end_) {
     return blocks_->Resize(end_ + std::max(end_ / 8, kGrowthBlocks));
   }
