@@ -11,6 +11,9 @@ namespace {
 constexpr size_t kGranule = 16;
 constexpr size_t kSizes = kMaxPooledBytes / kGranule;
 
+// The bytes of a block of list `size`.
+constexpr size_t BlockBytes(size_t size) { return (size + 1) * kGranule; }
+
 // A thread's free blocks, one list per size, linked through their first
 // bytes.
 class Pool {
@@ -24,17 +27,16 @@ class Pool {
   char* Take(size_t size) {
     Free*& head = heads_[size];
     if (head == nullptr) return nullptr;
-    --counts_[size];
+    kept_bytes_[size] -= BlockBytes(size);
     return reinterpret_cast<char*>(std::exchange(head, head->next));
   }
   // False when the block is the allocator's to take back: its list is
   // full, or the thread is ending (a record freed by a later destructor).
   bool Give(char* block, size_t size) {
-    if (closed_ ||
-        counts_[size] >= kPooledBytesPerSize / ((size + 1) * kGranule)) {
+    if (closed_ || kept_bytes_[size] + BlockBytes(size) > kPooledBytesPerSize) {
       return false;
     }
-    ++counts_[size];
+    kept_bytes_[size] += BlockBytes(size);
     heads_[size] = ::new (block) Free{heads_[size]};
     return true;
   }
@@ -44,13 +46,13 @@ class Pool {
     Free* next;
   };
   std::array<Free*, kSizes> heads_{};
-  std::array<size_t, kSizes> counts_{};
+  std::array<size_t, kSizes> kept_bytes_{};  // by list
   bool closed_ = false;
 };
 
 thread_local Pool pool;
 
-// The list of blocks of `bytes`: of (index + 1) * kGranule bytes.
+// The list of blocks of `bytes`: of BlockBytes(index) bytes.
 size_t SizeIndex(size_t bytes) { return (bytes - 1) / kGranule; }
 
 }  // namespace
@@ -59,7 +61,7 @@ char* AllocateRecordBytes(size_t bytes) {
   if (kRecordPooling && bytes <= kMaxPooledBytes) {
     const size_t size = SizeIndex(bytes);
     if (char* block = pool.Take(size)) return block;
-    bytes = (size + 1) * kGranule;
+    bytes = BlockBytes(size);
   }
   void* block = std::malloc(bytes);
   if (block == nullptr) throw std::bad_alloc();
