@@ -20,8 +20,8 @@
 //   roundtable serve DIR [--port=6380 --bind=127.0.0.1 --fsync=everysec
 //       --requirepass=PASS | --requirepass_file=FILE --maxclients=10000
 //       --protected_mode --cache_mb=256 --write_buffer_mb=64
-//       --cluster_topology=FILE
-//       --cluster_node=NAME]
+//       --cluster_topology=FILE --cluster_node=NAME
+//       --block_size=4096 --s0 --epsilon=0.1]
 //       a Redis-protocol server over the table (docs/server.md).
 //
 // docs/cli.md describes every flag.
@@ -63,8 +63,10 @@ ABSL_FLAG(std::string, mapping, "round",
           "map: the mapping scheme (round, jump, linear-slack, "
           "linear-litwin, modulo)");
 ABSL_FLAG(std::vector<std::string>, s0, {},
-          "slack s0 >= 1; map takes one value (default 32), experiment "
-          "balance a comma-separated list (default 1,2,4,...,128)");
+          "slack s0 >= 1; map, create and rebuild take one value (default "
+          "32), serve one for a new table (default: SuggestedS0 for 16-byte "
+          "keys and 100-byte values, 4 in 4 KiB blocks), experiment balance "
+          "a comma-separated list (default 1,2,4,...,128)");
 ABSL_FLAG(std::optional<uint64_t>, buckets, std::nullopt,
           "number of buckets m >= s0 (required by map; experiment balance "
           "defaults to 10000)");
@@ -79,8 +81,11 @@ ABSL_FLAG(std::vector<std::string>, mappings,
           "experiment balance: the mappings to measure");
 ABSL_FLAG(int, threads, 0, "worker threads for experiments (0: one per core)");
 ABSL_FLAG(std::string, csv, "", "experiments: also write CSV here");
-ABSL_FLAG(uint32_t, block_size, 4096, "create: block size in bytes");
-ABSL_FLAG(double, epsilon, 0.1, "create: free fraction kept in the blocks");
+ABSL_FLAG(uint32_t, block_size, 4096,
+          "create, rebuild, serve (a new table): block size in bytes");
+ABSL_FLAG(double, epsilon, 0.1,
+          "create, rebuild, serve (a new table): free fraction kept in the "
+          "blocks");
 ABSL_FLAG(bool, json, false, "stats: print one JSON object");
 ABSL_FLAG(uint64_t, records, 1000000, "demo: records to load");
 ABSL_FLAG(bool, sync, false,
@@ -432,16 +437,29 @@ int TableCommand(const std::vector<std::string>& words,
     return Usage(command,
                  absl::StrCat("usage: roundtable ", command, " ", shape));
   };
+  // The layout fields given as --block_size, --s0 and --epsilon (the
+  // others left unset: a default, or the stored layout).
+  auto layout_flags = [&](Options* layout) -> absl::Status {
+    if (was_given("block_size")) {
+      layout->block_size = absl::GetFlag(FLAGS_block_size);
+    }
+    if (was_given("epsilon")) layout->epsilon = absl::GetFlag(FLAGS_epsilon);
+    if (!was_given("s0")) return absl::OkStatus();
+    RT_ASSIGN_OR_RETURN(const std::vector<uint64_t> s0,
+                        ParseList("s0", absl::GetFlag(FLAGS_s0)));
+    if (s0.size() != 1) {
+      return absl::InvalidArgumentError("--s0 takes one value");
+    }
+    layout->s0 = s0.front();
+    return absl::OkStatus();
+  };
   absl::Status status;
   if (command == "create") {
     if (args != 1) return usage("DIR [--block_size --s0 --epsilon]");
     Options layout;
-    layout.block_size = absl::GetFlag(FLAGS_block_size);
-    layout.epsilon = absl::GetFlag(FLAGS_epsilon);
-    auto s0 = ParseList("s0", absl::GetFlag(FLAGS_s0));
-    if (!s0.ok()) return Fail(command, s0.status());
-    if (s0->size() > 1) return Usage(command, "--s0 takes one value");
-    if (!s0->empty()) layout.s0 = s0->front();
+    if (absl::Status s = layout_flags(&layout); !s.ok()) {
+      return Fail(command, s);
+    }
     status = RunCreate(words[1], layout);
   } else if (command == "put") {
     const std::string value_file = absl::GetFlag(FLAGS_value_file);
@@ -525,14 +543,9 @@ int TableCommand(const std::vector<std::string>& words,
   } else if (command == "rebuild") {
     if (args != 1) return usage("DIR [--block_size --s0 --epsilon]");
     Options layout;  // only what is given changes
-    if (was_given("block_size")) {
-      layout.block_size = absl::GetFlag(FLAGS_block_size);
+    if (absl::Status s = layout_flags(&layout); !s.ok()) {
+      return Fail(command, s);
     }
-    if (was_given("epsilon")) layout.epsilon = absl::GetFlag(FLAGS_epsilon);
-    auto s0 = ParseList("s0", absl::GetFlag(FLAGS_s0));
-    if (!s0.ok()) return Fail(command, s0.status());
-    if (s0->size() > 1) return Usage(command, "--s0 takes one value");
-    if (!s0->empty()) layout.s0 = s0->front();
     status = RunRebuild(words[1], layout);
   } else if (command == "serve") {
     if (args != 1) {
@@ -540,13 +553,17 @@ int TableCommand(const std::vector<std::string>& words,
           "DIR [--port=6380 --bind=127.0.0.1 --fsync=everysec "
           "--requirepass=PASS --maxclients=N --cache_mb=256 "
           "--write_buffer_mb=64 "
-          "--cluster_topology=FILE --cluster_node=NAME]");
+          "--cluster_topology=FILE --cluster_node=NAME "
+          "--block_size --s0 --epsilon]");
     }
     auto o = ServeOptionsFromFlags();
     if (!o.ok()) {
       return absl::IsInvalidArgument(o.status())
                  ? Usage(command, std::string(o.status().message()))
                  : Fail(command, o.status());
+    }
+    if (absl::Status s = layout_flags(&o->layout); !s.ok()) {
+      return Fail(command, s);
     }
     status = RunServe(words[1], *o, std::cerr);
   } else if (command == "demo") {

@@ -92,7 +92,13 @@ absl::StatusOr<ServeOptions> ServeOptionsFromFlags() {
 
 absl::Status RunServe(const std::string& dir, const ServeOptions& options,
                       std::ostream& log) {
-  Options table_options;
+  Options table_options = options.layout;
+  // An existing table keeps its own (any other error is Open's to say).
+  if (!table_options.s0 && absl::IsNotFound(Table::ReadLayout(dir).status())) {
+    table_options.s0 = SuggestedS0(
+        table_options.block_size.value_or(Options::kDefaultBlockSize),
+        kServeKeyBytes, kServeValueBytes);
+  }
   table_options.block_cache_bytes = options.cache_bytes;
   table_options.write_buffer_bytes = options.write_buffer_bytes;
   RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> table,

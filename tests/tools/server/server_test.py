@@ -4,6 +4,7 @@ redis-tools) for the commands, their errors and RESP3, and redis-py
 sockets for malformed input and the limits; SIGKILL and SIGTERM with each
 --fsync mode. The server's binary is $RT_CLI; every server listens on a
 loopback port the kernel picks and is stopped at the end."""
+import json
 import os
 import random
 import signal
@@ -335,6 +336,41 @@ class ServerTest(unittest.TestCase):
             self.assertEqual(r.dbsize(), 3000)
             self.assertEqual(r.get("k2999"), b"2999" * 20)
             self.assertIn("table closed", s.stop())
+
+    def stats(self, path):
+        out = subprocess.run([CLI, "stats", path, "--json"],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return json.loads(out.stdout)
+
+    def test_a_new_table_takes_the_layout_flags_or_a_suggested_s0(self):
+        # No flags: the s0 suggested for 16-byte keys and 100-byte values in
+        # 4 KiB blocks, not the library's 32.
+        self.assertIn("table closed", self.start().stop())
+        self.assertEqual(self.stats(self.path)["s0"], 4)
+        self.assertEqual(self.stats(self.path)["block_size"], 4096)
+        # An existing table keeps its layout; a flag that differs is refused.
+        s = self.start()
+        s.client().set("k", "v")
+        self.assertIn("table closed", s.stop())
+        self.assertEqual(self.stats(self.path)["s0"], 4)
+        bad = subprocess.run([CLI, "serve", self.path, "--port=0", "--s0=16"],
+                             capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("s0", bad.stderr)
+        # Given flags make the new table's layout.
+        other = os.path.join(self.dir, "other")
+        s = Server(other, "--block_size=8192", "--s0=8", "--epsilon=0.2")
+        self.servers.append(s)
+        self.assertIn("table closed", s.stop())
+        got = self.stats(other)
+        self.assertEqual((got["block_size"], got["s0"], got["epsilon"]),
+                         (8192, 8, 0.2))
+        # A list is not an s0.
+        bad = subprocess.run([CLI, "serve", other, "--port=0", "--s0=4,8"],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("--s0 takes one value", bad.stderr)
 
     def test_password(self):
         s = self.start("--requirepass=sesame")
