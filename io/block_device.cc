@@ -10,19 +10,22 @@
 namespace roundtable::io {
 namespace {
 
-// Measures the time a public call spends in the backend.
+// Measures the time a public call spends in the backend, unless the
+// device is a layer over another (whose own ledger has that time).
 class WaitTimer {
  public:
-  explicit WaitTimer(IoLedger& ledger)
-      : ledger_(ledger), start_(std::chrono::steady_clock::now()) {}
+  WaitTimer(IoLedger& ledger, bool timed) : ledger_(timed ? &ledger : nullptr) {
+    if (ledger_ != nullptr) start_ = std::chrono::steady_clock::now();
+  }
   ~WaitTimer() {
-    ledger_.CountWait(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now() - start_)
-                          .count());
+    if (ledger_ == nullptr) return;
+    ledger_->CountWait(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - start_)
+                           .count());
   }
 
  private:
-  IoLedger& ledger_;
+  IoLedger* const ledger_;
   std::chrono::steady_clock::time_point start_;
 };
 
@@ -91,7 +94,7 @@ absl::Status BlockDevice::CheckTransfer(const char* op, uint64_t block,
 absl::Status BlockDevice::Read(uint64_t block, std::span<std::byte> buffer) {
   RT_RETURN_IF_ERROR(
       CheckTransfer("read", block, buffer.data(), buffer.size()));
-  WaitTimer timer(ledger_);
+  WaitTimer timer(ledger_, timed_);
   RT_RETURN_IF_ERROR(DoRead(block, buffer));
   ledger_.CountRead(buffer.size() / block_size(), buffer.size());
   return absl::OkStatus();
@@ -102,7 +105,7 @@ absl::Status BlockDevice::Write(uint64_t block,
   RT_RETURN_IF_ERROR(CheckWritable("write"));
   RT_RETURN_IF_ERROR(
       CheckTransfer("write", block, buffer.data(), buffer.size()));
-  WaitTimer timer(ledger_);
+  WaitTimer timer(ledger_, timed_);
   RT_RETURN_IF_ERROR(DoWrite(block, buffer));
   ledger_.CountWrite(buffer.size() / block_size(), buffer.size());
   return absl::OkStatus();
@@ -125,7 +128,7 @@ absl::Status BlockDevice::WriteChanged(uint64_t block,
     // few hundred bytes, cost less than the two clock reads of a timer).
     RT_RETURN_IF_ERROR(DoWriteChanged(block, buffer, begin, end));
   } else {
-    WaitTimer timer(ledger_);
+    WaitTimer timer(ledger_, timed_);
     RT_RETURN_IF_ERROR(DoWrite(block, buffer));
   }
   ledger_.CountWrite(buffer.size() / block_size(),
@@ -139,7 +142,7 @@ absl::Status BlockDevice::ReadBatch(std::span<const ReadRequest> requests) {
         CheckTransfer("read", r.block, r.buffer.data(), r.buffer.size()));
   }
   if (requests.empty()) return absl::OkStatus();
-  WaitTimer timer(ledger_);
+  WaitTimer timer(ledger_, timed_);
   RT_RETURN_IF_ERROR(DoReadBatch(requests));
   for (const ReadRequest& r : requests) {
     ledger_.CountRead(r.buffer.size() / block_size(), r.buffer.size());
@@ -154,7 +157,7 @@ absl::Status BlockDevice::WriteBatch(std::span<const WriteRequest> requests) {
         CheckTransfer("write", r.block, r.buffer.data(), r.buffer.size()));
   }
   if (requests.empty()) return absl::OkStatus();
-  WaitTimer timer(ledger_);
+  WaitTimer timer(ledger_, timed_);
   RT_RETURN_IF_ERROR(DoWriteBatch(requests));
   for (const WriteRequest& r : requests) {
     ledger_.CountWrite(r.buffer.size() / block_size(), r.buffer.size());
@@ -163,20 +166,20 @@ absl::Status BlockDevice::WriteBatch(std::span<const WriteRequest> requests) {
 }
 
 absl::Status BlockDevice::Sync() {
-  WaitTimer timer(ledger_);
+  WaitTimer timer(ledger_, timed_);
   RT_RETURN_IF_ERROR(DoSync());
   ledger_.CountSync();
   return absl::OkStatus();
 }
 
 absl::Status BlockDevice::WriteBack() {
-  WaitTimer timer(ledger_);
+  WaitTimer timer(ledger_, timed_);
   return DoWriteBack();
 }
 
 absl::Status BlockDevice::Resize(uint64_t num_blocks) {
   RT_RETURN_IF_ERROR(CheckWritable("resize"));
-  WaitTimer timer(ledger_);
+  WaitTimer timer(ledger_, timed_);
   return DoResize(num_blocks);
 }
 

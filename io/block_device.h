@@ -153,11 +153,17 @@ class BlockDevice {
   absl::Status Resize(uint64_t num_blocks);
 
   // The physical ledger. Blocks, bytes and operations count successful
-  // transfers; wait_ns is the time spent inside the calls above.
+  // transfers; wait_ns is the time spent inside the calls above (0 on a
+  // layer over another device: the time is that device's).
   IoStats stats() const { return ledger_.Snapshot(); }
 
  protected:
-  explicit BlockDevice(std::string path) : path_(std::move(path)) {}
+  // Whether the device stores its blocks itself or is a layer over another
+  // device: a layer's calls are not timed (two clock reads a transfer, at
+  // each layer, on the path of every block read).
+  enum class Storage { kOwn, kLayer };
+  explicit BlockDevice(std::string path, Storage storage = Storage::kOwn)
+      : path_(std::move(path)), timed_(storage == Storage::kOwn) {}
 
   // The backends' part. The public calls have already checked the shape of
   // every request and will count what succeeds; DoReadBatch and DoWriteBatch
@@ -191,6 +197,7 @@ class BlockDevice {
 
  private:
   std::string path_;
+  const bool timed_;
   IoLedger ledger_;
 };
 

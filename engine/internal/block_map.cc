@@ -45,7 +45,7 @@ uint64_t FreePlaces::TakeLowest() {
 }
 
 BlockMap::BlockMap(io::BlockDevice* blocks, io::BlockDevice* file)
-    : BlockDevice("placed(" + blocks->path() + ")"),
+    : BlockDevice("placed(" + blocks->path() + ")", Storage::kLayer),
       blocks_(blocks),
       caps_(blocks->capabilities()),
       device_(file) {}

@@ -68,7 +68,8 @@ bool BucketStore::FindIn(std::span<const std::byte> bytes, std::string_view key,
 absl::StatusOr<bool> BucketStore::FindOnDevice(uint64_t b, std::string_view key,
                                                uint16_t tag,
                                                std::string* value) {
-  io::AlignedBuffer buffer(block_size_);
+  // Not zeroed: the read fills it, or it goes unread.
+  io::AlignedBuffer buffer(block_size_, 4096, /*zeroed=*/false);
   RT_RETURN_IF_ERROR(LoadFromDevice(b, buffer.span()));
   return FindIn(buffer.span(), key, tag, value);
 }

@@ -11,7 +11,7 @@
 namespace roundtable::internal {
 
 DeferredDevice::DeferredDevice(io::BlockDevice* inner)
-    : BlockDevice("deferred(" + inner->path() + ")"),
+    : BlockDevice("deferred(" + inner->path() + ")", Storage::kLayer),
       inner_(inner),
       caps_(inner->capabilities()),
       size_(inner->num_blocks()),

@@ -65,6 +65,8 @@ class Server {
   class Connections;
   std::unique_ptr<Connections> connections_;
   std::atomic<bool> stopping_{false};
+  // What one recv takes from a client, unless a request needs more.
+  char receive_[16 << 10];
   // Whether a command changed the table since the last sync (kAlways
   // syncs it before any reply goes).
   bool wrote_ = false;

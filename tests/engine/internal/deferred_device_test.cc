@@ -135,6 +135,21 @@ TEST(DeferredDeviceTest, HoldsWritesUntilApplied) {
 // the inner device holds, until ReleaseFrozen; they are no longer held, a
 // write holds a block anew without touching its frozen bytes, and a Resize
 // below a frozen block cuts it off.
+// A layer counts its transfers but leaves their time to the device below.
+TEST(DeferredDeviceTest, CountsTransfersAndLeavesTheirTimeToTheInnerDevice) {
+  auto inner = io::NewMemoryDevice(kBlock);
+  ASSERT_TRUE(inner->Resize(8).ok());
+  DeferredDevice device(inner.get());
+  io::AlignedBuffer buffer(kBlock);
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(device.Read(i % 8, buffer.span()).ok());
+  }
+  EXPECT_EQ(device.stats().blocks_read, 100u);
+  EXPECT_EQ(device.stats().wait_ns, 0u);
+  EXPECT_EQ(inner->stats().blocks_read, 100u);
+  EXPECT_GT(inner->stats().wait_ns, 0u);
+}
+
 TEST(DeferredDeviceTest, FrozenBlocksAnswerReadsUntilReleased) {
   auto inner = io::NewMemoryDevice(kBlock);
   ASSERT_TRUE(inner->Resize(6).ok());
