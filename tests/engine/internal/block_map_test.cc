@@ -3,6 +3,7 @@
 #include "engine/internal/block_map.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
@@ -308,12 +309,16 @@ TEST(BlockMapTest, BlocksWrittenAheadNeverOverwriteTheDurableCheckpoint) {
         for (uint64_t b = 0; b < buckets; ++b) {
           if (rng() % 4 == 0) write(b);
         }
-        // Some held blocks go ahead, as WriteAhead's caller takes them.
+        // Some held blocks go ahead, as WriteAhead's caller takes them:
+        // drawn in the blocks' order, so that a seed is one run (the held
+        // blocks' map iterates in an order of its own).
         std::vector<io::WriteRequest> ahead;
-        for (const auto& [block, bytes] : f.held.held()) {
+        std::map<uint64_t, std::span<std::byte>> held;
+        for (auto& [block, bytes] : f.held.held()) held[block] = bytes.span();
+        for (const auto& [block, bytes] : held) {
           if (rng() % 2 == 0) {
-            EncodedBlock(bytes.span()).Seal();
-            ahead.push_back({block - kHeaderBlocks, bytes.span()});
+            EncodedBlock(bytes).Seal();
+            ahead.push_back({block - kHeaderBlocks, bytes});
           }
         }
         std::vector<uint64_t> buckets_ahead;
