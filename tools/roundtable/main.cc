@@ -1,30 +1,7 @@
-// roundtable: the command-line tool. Subcommands:
-//
-//   roundtable map [--mapping=round] [--s0=32] --buckets=M
-//       reads 64-bit hashes (decimal or 0x hex), one per line, from standard
-//       input and prints the bucket of each.
-//   roundtable map [--s0=32] --buckets=M --grow=N | --shrink=N
-//       prints, for each of N steps, the touched buckets in arc order with the
-//       new (or released) bucket last.
-//   roundtable experiment balance [--buckets=10000] [--values=1000000000]
-//       [--s0=1,2,...,128] [--mappings=round,...] [--threads=N] [--csv=FILE]
-//       the bucket-size distribution of evenly spaced hashes (Table 2).
-//   roundtable experiment placement [--algorithms=round,...] [--nodes=100]
-//       [--keys=1000000] [--vnodes --table_size --probes --c --choices --s0]
-//       [--runs=1] [--csv=FILE] [--plot=PNG]
-//       balance, moves and lookup cost of the placement schemes.
-//   roundtable create DIR [--block_size=4096 --s0=32 --epsilon=0.1]
-//   roundtable put DIR KEY VALUE | get DIR KEY | del DIR KEY
-//   roundtable load DIR [FILE] [--batch=N --sync] | scan DIR | stats DIR
-//   [--json] | check DIR roundtable demo [DIR] [--records=1000000]
-//   roundtable serve DIR [--port=6380 --bind=127.0.0.1 --fsync=everysec
-//       --requirepass=PASS | --requirepass_file=FILE --maxclients=10000
-//       --protected_mode --cache_mb=256 --write_buffer_mb=64
-//       --cluster_topology=FILE --cluster_node=NAME
-//       --block_size=4096 --s0 --epsilon=0.1]
-//       a Redis-protocol server over the table (docs/server.md).
-//
-// docs/cli.md describes every flag.
+// roundtable: the command-line tool. Its commands, their arguments, flags
+// and examples are the list in command_line.h (what `roundtable --help`
+// prints); docs/cli.md describes every flag. Here: the flags, and each
+// command's run.
 #include <fcntl.h>
 #include <unistd.h>
 
