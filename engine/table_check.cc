@@ -69,6 +69,13 @@ absl::Status Table::Impl::CheckLocked(const CheckProgress& progress) {
                       " has a directory tag that does not match its key");
             return;
           }
+          // The filter kept for a block in memory must pass its tags, or
+          // a lookup would miss the record.
+          if (!store_.MayContain(b, tag)) {
+            s = fault("the tag filter of bucket ", b,
+                      "'s block rules out a tag of its records");
+            return;
+          }
           s = note(k, v, b, "block");
         });
     RT_RETURN_IF_ERROR(s);

@@ -223,6 +223,7 @@ bool EncodedBlock::Append(std::string_view key, std::string_view value,
   if (!key.empty()) std::memcpy(q, key.data(), key.size());
   if (!value.empty()) std::memcpy(q + key.size(), value.data(), value.size());
   PutFixed32(slot(n), static_cast<uint32_t>(offset << 16) | tag);
+  if (appended_ != nullptr) appended_->Add(tag);
   PutFixed32(data() + kCountAt, n + 1);
   PutFixed32(data() + kUsedAt, static_cast<uint32_t>(record_bytes() + size));
   return true;

@@ -152,9 +152,12 @@ class EncodedBlock {
  public:
   // Borrows `bytes` (one whole block), which must outlive this object and
   // hold a verified block or be passed to Init. `max_records`, when not 0,
-  // is the most records the block takes (Options::block_records).
-  explicit EncodedBlock(std::span<std::byte> bytes, uint32_t max_records = 0)
-      : bytes_(bytes), max_records_(max_records) {}
+  // is the most records the block takes (Options::block_records). Each
+  // tag Append stores is added to `appended`, if given (the only edit
+  // that brings a tag in: Remove and ReplaceValue bring none).
+  explicit EncodedBlock(std::span<std::byte> bytes, uint32_t max_records = 0,
+                        TagFilter* appended = nullptr)
+      : bytes_(bytes), max_records_(max_records), appended_(appended) {}
   // A read-only view: only the const methods may be called.
   explicit EncodedBlock(std::span<const std::byte> bytes)
       : bytes_(const_cast<std::byte*>(bytes.data()), bytes.size()) {}
@@ -233,6 +236,7 @@ class EncodedBlock {
   size_t record_bytes() const;
   std::span<std::byte> bytes_;
   uint32_t max_records_ = 0;
+  TagFilter* appended_ = nullptr;
 };
 
 // Starts loading the block's header and the start of its directory (the

@@ -149,13 +149,17 @@ absl::Status BucketStore::LoadFromDevice(uint64_t b, std::span<std::byte> out) {
 }
 
 absl::StatusOr<EncodedBlock> BucketStore::Edit(uint64_t b, bool* fresh) {
-  NoteEdited(b);
-  if (std::byte* held = FindHeld(b)) return View({held, block_size_});
+  if (std::byte* held = FindHeld(b)) {
+    return View({held, block_size_}, NoteEdited(b, Summary::kKept));
+  }
+  // A block held anew is summarized again at the end of the write: a
+  // filter kept across holds would keep the tags of records long gone.
+  TagFilter* appended = NoteEdited(b, Summary::kMake);
   if (fresh != nullptr) *fresh = true;
   const uint64_t block = b + kHeaderBlocks;
   if (std::byte* cached = cache_.LendCached(b)) {
     blocks_->Adopt(block, cached);
-    return View({cached, block_size_});
+    return View({cached, block_size_}, appended);
   }
   if (const std::byte* frozen = FindFrozen(b)) {
     // Made here, so not verified; copied without the checksum, which the
@@ -163,14 +167,14 @@ absl::StatusOr<EncodedBlock> BucketStore::Edit(uint64_t b, bool* fresh) {
     // sets in the copy.
     const std::span<std::byte> slot = blocks_->Hold(block);
     CopyUnsealed({frozen, block_size_}, slot);
-    return View(slot);
+    return View(slot, appended);
   }
   // Read before holding: a held block would answer its own read.
   RT_RETURN_IF_ERROR(blocks_->Read(block, work_.span()));
   RT_RETURN_IF_ERROR(VerifyBlock(work_.span(), b));
   const std::span<std::byte> slot = blocks_->Hold(block);
   std::memcpy(slot.data(), work_.data(), block_size_);
-  return View(slot);
+  return View(slot, appended);
 }
 
 void BucketStore::Unhold(uint64_t b) {
@@ -179,9 +183,9 @@ void BucketStore::Unhold(uint64_t b) {
 }
 
 EncodedBlock BucketStore::Rebuild(uint64_t b) {
-  NoteEdited(b);
+  TagFilter* appended = NoteEdited(b, Summary::kEmpty);
   cache_.Drop(b);
-  EncodedBlock block = View(blocks_->Hold(b + kHeaderBlocks));
+  EncodedBlock block = View(blocks_->Hold(b + kHeaderBlocks), appended);
   block.Init(b);
   return block;
 }
@@ -189,30 +193,41 @@ EncodedBlock BucketStore::Rebuild(uint64_t b) {
 // A read runs while no write does, so it finds a filter that passes every
 // tag of the block. (A write that fails midway leaves its blocks' filters
 // passing every tag: slower reads, never a wrong one.) A block is listed
-// once for all the edits of a write.
-void BucketStore::NoteEdited(uint64_t b) {
+// once for all the edits of a write; its entry gathers the tags they
+// append.
+TagFilter* BucketStore::NoteEdited(uint64_t b, Summary summary) {
   if (b >= held_.size()) {
     const uint64_t size = std::max<uint64_t>(b + 1, 2 * held_.size());
     held_.resize(size);
-    listed_.resize(size, false);
+    edited_at_.resize(size, 0);
     queued_.resize(size, false);
   }
-  held_[b].filter = TagFilter::All();
-  if (!listed_[b]) {
-    listed_[b] = true;
-    edited_.push_back(b);
+  if (edited_at_[b] == 0) {
+    // A kept filter that passes every tag summarizes nothing (a block
+    // held since the table opened, or one a failed write left).
+    const TagFilter& kept = held_[b].filter;
+    if (summary == Summary::kKept && kept.PassesAll()) summary = Summary::kMake;
+    edited_.push_back(
+        {b, summary == Summary::kKept ? kept : TagFilter(), summary});
+    edited_at_[b] = edited_.size();
   }
+  Edited& e = edited_[edited_at_[b] - 1];
+  // The block made anew, empty, in this write: its earlier tags are gone.
+  if (summary == Summary::kEmpty) e = {b, TagFilter(), Summary::kEmpty};
+  held_[b].filter = TagFilter::All();
+  return &e.filter;
 }
 
 void BucketStore::RefreshFilters() {
-  for (const uint64_t b : edited_) {
-    listed_[b] = false;
-    if (std::byte* held = blocks_->Held(b + kHeaderBlocks)) {
-      held_[b] = {TagFilterOf({held, block_size_}),
-                  View({held, block_size_}).append_point()};
-      if (!queued_[b]) {
-        queued_[b] = true;
-        held_order_.push_back(b);
+  for (const Edited& e : edited_) {
+    edited_at_[e.b] = 0;
+    if (std::byte* held = blocks_->Held(e.b + kHeaderBlocks)) {
+      const std::span<std::byte> bytes(held, block_size_);
+      held_[e.b] = {e.summary == Summary::kMake ? TagFilterOf(bytes) : e.filter,
+                    View(bytes).append_point()};
+      if (!queued_[e.b]) {
+        queued_[e.b] = true;
+        held_order_.push_back(e.b);
       }
     }
   }

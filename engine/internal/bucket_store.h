@@ -4,7 +4,9 @@
 // the cache, and the tag filters of the held blocks, beside the blocks:
 // every way of changing a held block (Edit, Rebuild) first sets its filter
 // to pass every tag, and RefreshFilters, at the end of a write, makes the
-// filters of the blocks changed since. Bucket b is block b + kHeaderBlocks
+// filters of the blocks changed since (a block held before the write
+// keeps its filter and adds the tags appended; one held anew is
+// summarized from its directory). Bucket b is block b + kHeaderBlocks
 // of the deferred device, which reads the block file through the block
 // map (where each bucket's block lies); nothing above this class sees
 // block numbers.
@@ -239,8 +241,9 @@ class BucketStore {
   uint64_t ahead_since_checkpoint() const { return ahead_since_checkpoint_; }
 
  private:
-  EncodedBlock View(std::span<std::byte> bytes) const {
-    return EncodedBlock(bytes, block_records_);
+  EncodedBlock View(std::span<std::byte> bytes,
+                    TagFilter* appended = nullptr) const {
+    return EncodedBlock(bytes, block_records_, appended);
   }
   // Bucket b's frozen image, if a checkpoint froze its block and no write
   // held it since; its bytes are the block's but for the checksum, which
@@ -267,9 +270,17 @@ class BucketStore {
                                     uint16_t tag, std::string* value);
   // Held, or read from the device, verified and cached.
   absl::Status LoadFromDevice(uint64_t b, std::span<std::byte> out);
+  // How RefreshFilters makes the filter of an edited block: the filter
+  // the block kept while held (kKept) or no tag (kEmpty, a block made
+  // anew), with the tags the write appended; or from the block's
+  // directory (kMake). Remove and ReplaceValue bring no tag in, so the
+  // first two pass every tag of the block (and perhaps some of records
+  // removed while it stays held).
+  enum class Summary { kKept, kEmpty, kMake };
   // Lists bucket b among the blocks whose filters RefreshFilters makes,
-  // its filter passing every tag until then.
-  void NoteEdited(uint64_t b);
+  // its filter passing every tag until then; where the tags that the
+  // edits of its block append are to be gathered.
+  TagFilter* NoteEdited(uint64_t b, Summary summary);
   // Where bucket b's block lies in memory to be edited where it lies
   // (held, or cached), with the tag filter kept for it (null: none, every
   // tag passes); both null when it is in neither. For the writer: valid
@@ -301,8 +312,16 @@ class BucketStore {
     uint32_t append_point = 0;
   };
   std::vector<HeldSummary> held_;
-  std::vector<uint64_t> edited_;
-  std::vector<bool> listed_;  // by bucket: in edited_
+  // The blocks edited since the last refresh (a deque: edit views point
+  // at their filters while more are listed), and by bucket 1 + its index
+  // there (0: not listed).
+  struct Edited {
+    uint64_t b;
+    TagFilter filter;
+    Summary summary;
+  };
+  std::deque<Edited> edited_;
+  std::vector<uint64_t> edited_at_;
   // Held buckets in the order their blocks were first edited since they
   // were last written (WriteAhead takes the oldest), and by bucket whether
   // it is in that queue; a bucket whose block a checkpoint took since
