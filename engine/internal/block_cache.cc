@@ -66,8 +66,11 @@ uint32_t BlockCache::TakeSlot() {
 
 void BlockCache::Insert(uint64_t b, std::span<const std::byte> bytes) {
   if (!enabled()) return;
+  // Summarized before the lock: concurrent readers wait only for the copy.
+  const TagFilter filter =
+      summarize_ != nullptr ? summarize_(bytes) : TagFilter();
   MutexLock lock(&mu_);
-  InsertLocked(b, bytes);
+  InsertLocked(b, bytes, &filter);
 }
 
 uint32_t BlockCache::PlaceLocked(uint64_t b) {
@@ -89,11 +92,14 @@ void BlockCache::Assign(uint64_t b, uint32_t slot) {
   slot_of_[b] = slot | kReferenced;
 }
 
-void BlockCache::InsertLocked(uint64_t b, std::span<const std::byte> bytes) {
+void BlockCache::InsertLocked(uint64_t b, std::span<const std::byte> bytes,
+                              const TagFilter* filter) {
   const uint32_t slot = PlaceLocked(b);
   if (slot == kNoSlot) return;
   std::memcpy(BytesOf(slot), bytes.data(), block_size_);
-  if (summarize_ != nullptr) filter_[slot] = summarize_(bytes);
+  if (summarize_ != nullptr) {
+    filter_[slot] = filter != nullptr ? *filter : summarize_(bytes);
+  }
 }
 
 bool BlockCache::InsertIfRoom(uint64_t b, std::span<const std::byte> bytes) {

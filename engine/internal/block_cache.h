@@ -210,7 +210,9 @@ class BlockCache {
     }
     return true;
   }
-  void InsertLocked(uint64_t b, std::span<const std::byte> bytes)
+  // `filter`: the block's, made already (null: summarized here).
+  void InsertLocked(uint64_t b, std::span<const std::byte> bytes,
+                    const TagFilter* filter = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Bucket b's slot (referenced), or a new one for it (TakeSlot, then
   // Assign); kNoSlot when every slot is lent.

@@ -22,6 +22,9 @@ ABSL_FLAG(std::string, requirepass, "",
           "serve: the password clients give with AUTH (empty: none)");
 ABSL_FLAG(std::string, requirepass_file, "",
           "serve: read the password from this file (its first line)");
+ABSL_FLAG(int, event_loops, 1,
+          "serve: event loops, each a thread serving its share of the "
+          "clients (reads from several run at once; writes one at a time)");
 ABSL_FLAG(uint64_t, maxclients, 10000,
           "serve: clients connected at once; more are refused");
 ABSL_FLAG(bool, protected_mode, true,
@@ -70,6 +73,14 @@ absl::StatusOr<ServeOptions> ServeOptionsFromFlags() {
       return absl::NotFoundError(
           absl::StrCat("--requirepass_file: cannot read a line of ", file));
     }
+  }
+  o.config.event_loops = absl::GetFlag(FLAGS_event_loops);
+  if (o.config.event_loops < 1 ||
+      o.config.event_loops > server::ServerConfig::kMaxEventLoops) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--event_loops: ", o.config.event_loops,
+                     " is not between 1 and ",
+                     server::ServerConfig::kMaxEventLoops));
   }
   o.config.maxclients = absl::GetFlag(FLAGS_maxclients);
   o.config.protected_mode = absl::GetFlag(FLAGS_protected_mode);

@@ -66,7 +66,7 @@ struct InfoSection {
 
 std::vector<InfoSection> InfoSections(Call& c) {
   const ServerConfig& config = *c.server.config();
-  const ServerStats& stats = *c.server.stats();
+  const ServerStats stats = c.server.hooks().stats();
   const TableStats t = c.table().GetStats();
   const LogicalLedger& l = t.logical;
   const int64_t uptime = std::chrono::duration_cast<std::chrono::seconds>(
@@ -81,6 +81,7 @@ std::vector<InfoSection> InfoSections(Call& c) {
         {"redis_mode", config.cluster ? "cluster" : "standalone"},
         {"process_id", n(getpid())},
         {"tcp_port", n(config.port)},
+        {"event_loops", n(config.event_loops)},
         {"uptime_in_seconds", n(uptime)},
         {"uptime_in_days", n(uptime / 86400)}}},
       {"clients", "Clients",
@@ -153,6 +154,7 @@ std::vector<std::pair<std::string, std::string>> Settings(
       {"bind", config.bind},
       {"databases", "1"},
       {"dir", config.table_path},
+      {"io-threads", absl::StrCat(config.event_loops)},
       {"maxclients", absl::StrCat(config.maxclients)},
       {"maxmemory", absl::StrCat(config.memory_budget_bytes)},
       {"port", absl::StrCat(config.port)},
@@ -302,7 +304,7 @@ void Client(Call& c) {
     if (sub == "INFO") {
       line(c.session);
     } else {
-      for (const Session* s : c.server.clients()) line(*s);
+      for (const Session& s : c.server.hooks().clients()) line(s);
     }
     c.reply.Verbatim(text);
   } else {
@@ -363,10 +365,7 @@ void Config(Call& c) {
       c.reply.Bulk(value);
     }
   } else if (sub == "RESETSTAT" && c.args.size() == 2) {
-    ServerStats& s = *c.server.stats();
-    s.commands_processed = s.keyspace_hits = s.keyspace_misses = 0;
-    s.net_input_bytes = s.net_output_bytes = 0;
-    s.rejected_connections = 0;
+    c.server.hooks().reset_stats();
     c.reply.Simple("OK");
   } else if (sub == "SET") {
     c.reply.Error(

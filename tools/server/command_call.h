@@ -49,6 +49,7 @@ struct Commands::Call {
   Session& session;
   std::span<const std::string_view> args;
   ReplyWriter reply;
+  LoopCounters& counters;  // the running loop's
   bool wrote = false;
 
   Table& table() { return *server.table_; }

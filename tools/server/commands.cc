@@ -93,11 +93,11 @@ std::optional<std::string> Lookup(Call& c, std::string_view key,
   *failed = false;
   auto value = c.table().Get(key);
   if (value.ok()) {
-    ++c.server.stats()->keyspace_hits;
+    c.counters.keyspace_hits.Add();
     return std::move(*value);
   }
   if (absl::IsNotFound(value.status())) {
-    ++c.server.stats()->keyspace_misses;
+    c.counters.keyspace_misses.Add();
     return std::nullopt;
   }
   *failed = c.Failed(value.status());
@@ -211,12 +211,12 @@ void MGet(Call& c) {
   c.reply.Array(values.size());
   for (auto& v : values) {
     if (v.ok()) {
-      ++c.server.stats()->keyspace_hits;
+      c.counters.keyspace_hits.Add();
       c.reply.Bulk(*v);
     } else {
       // An error in an array reply is the element's (RESP's error element).
       if (absl::IsNotFound(v.status())) {
-        ++c.server.stats()->keyspace_misses;
+        c.counters.keyspace_misses.Add();
         c.reply.Null();
       } else {
         c.reply.Error(absl::StrCat("ERR ", v.status().message()));
@@ -509,19 +509,25 @@ using commands_internal::AV;
 using commands_internal::FindSpec;
 
 Commands::Commands(Table* table, const ServerConfig* config,
-                   ServerStats* stats,
-                   std::function<std::vector<const Session*>()> list_clients)
+                   ServerHooks hooks)
     : table_(table),
       config_(config),
-      stats_(stats),
-      list_clients_(std::move(list_clients)),
+      hooks_(std::move(hooks)),
       started_(std::chrono::steady_clock::now()) {}
 
 bool Commands::Execute(Session& session,
                        std::span<const std::string_view> args,
-                       std::string* out) {
-  Call call{*this, session, args, ReplyWriter(out, session.protocol)};
-  ++stats_->commands_processed;
+                       std::string* out, LoopCounters& counters) {
+  Turn turn(*this);
+  return Execute(session, args, out, counters, turn);
+}
+
+bool Commands::Execute(Session& session,
+                       std::span<const std::string_view> args,
+                       std::string* out, LoopCounters& counters, Turn& turn) {
+  Call call{*this, session, args, ReplyWriter(out, session.protocol),
+            counters};
+  counters.commands_processed.Add();
   const Spec* spec = FindSpec(args[0]);
   if (spec == nullptr) {
     std::string quoted;
@@ -547,6 +553,10 @@ bool Commands::Execute(Session& session,
     return false;
   }
   if (!commands_internal::RouteToSlot(call, *spec)) return false;
+  if (std::find(spec->flags.begin(), spec->flags.end(), "readonly") ==
+      spec->flags.end()) {
+    turn.Take();
+  }
   spec->run(call);
   return call.wrote;
 }

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -19,6 +20,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "io/base/status_macros.h"
 
 namespace roundtable::server {
 
@@ -41,9 +43,61 @@ struct Server::Connection {
   size_t unsent() const { return out.size() - out_sent; }
 };
 
-class Server::Connections {
+// One event loop: its epoll set, the clients it accepted, and what it
+// counts. Its thread alone runs its methods; another thread reads its
+// connections (AppendSessions) only under the server's sessions_mu_,
+// which the loop holds to add or remove one.
+class Server::Loop {
  public:
-  absl::flat_hash_map<int, std::unique_ptr<Connection>> by_fd;
+  explicit Loop(Server& server) : server_(server) {}
+  ~Loop() {
+    for (auto& [fd, c] : by_fd_) close(fd);
+    for (auto& c : adopted_) close(c->fd);
+    if (epoll_fd_ >= 0) close(epoll_fd_);
+    if (wake_fd_ >= 0) close(wake_fd_);
+  }
+
+  // Its epoll set, watching the listening socket (each accept wakes one
+  // loop) and the stop eventfd (which wakes them all).
+  absl::Status Watch(int listen_fd, int stop_fd);
+  // Serves until the server stops, then sends what its clients have
+  // waiting where they take it at once and closes them.
+  void Run();
+  // Takes a client another loop accepted for it (any thread).
+  void Adopt(std::unique_ptr<Connection> c);
+  // Appends copies of its clients' sessions. REQUIRES: sessions_mu_.
+  void AppendSessions(std::vector<Session>* out) const {
+    for (const auto& [fd, c] : by_fd_) out->push_back(c->session);
+  }
+
+  LoopCounters counters;
+
+ private:
+  // Accepts what clients wait, each for the next loop in turn.
+  void Accept();
+  void Add(std::unique_ptr<Connection> c);
+  // Reads what the client sent and runs its whole requests.
+  void Read(Connection& c);
+  void RunRequests(Connection& c);
+  // Writes what the client has waiting; false when it closed.
+  bool Flush(Connection& c);
+  void Close(Connection& c);
+  void Watch(Connection& c);  // epoll interest from the connection's state
+
+  Server& server_;
+  const ServerConfig& config_ = server_.config_;
+  int epoll_fd_ = -1;
+  absl::flat_hash_map<int, std::unique_ptr<Connection>> by_fd_;
+  // Clients accepted for it by other loops, and the eventfd that wakes it
+  // for them.
+  int wake_fd_ = -1;
+  std::mutex adopted_mu_;
+  std::vector<std::unique_ptr<Connection>> adopted_;
+  // What one recv takes from a client, unless a request needs more.
+  char receive_[16 << 10];
+  // Whether a command changed the table since the last sync (kAlways
+  // syncs it before any reply goes).
+  bool wrote_ = false;
 };
 
 namespace {
@@ -93,20 +147,13 @@ void Refuse(int fd, std::string_view reply) {
 Server::Server(Table* table, ServerConfig config)
     : table_(table),
       config_(std::move(config)),
-      commands_(table, &config_, &stats_,
-                [this] {
-                  std::vector<const Session*> sessions;
-                  for (auto& [fd, c] : connections_->by_fd) {
-                    sessions.push_back(&c->session);
-                  }
-                  return sessions;
-                }),
-      connections_(std::make_unique<Connections>()) {}
+      commands_(table, &config_,
+                {[this] { return Clients(); }, [this] { return Stats(); },
+                 [this] { ResetStats(); }}) {}
 
 Server::~Server() {
-  for (auto& [fd, c] : connections_->by_fd) close(fd);
+  loops_.clear();
   if (listen_fd_ >= 0) close(listen_fd_);
-  if (epoll_fd_ >= 0) close(epoll_fd_);
   if (stop_fd_ >= 0) close(stop_fd_);
 }
 
@@ -156,16 +203,33 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Listen(Table* table,
           ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
           : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
 
-  server->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   server->stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (server->epoll_fd_ < 0 || server->stop_fd_ < 0) return Errno("epoll");
+  if (server->stop_fd_ < 0) return Errno("eventfd");
+  server->config_.event_loops = std::clamp(server->config_.event_loops, 1,
+                                           ServerConfig::kMaxEventLoops);
+  for (int i = 0; i < server->config_.event_loops; ++i) {
+    server->loops_.push_back(std::make_unique<Loop>(*server));
+    RT_RETURN_IF_ERROR(
+        server->loops_.back()->Watch(server->listen_fd_, server->stop_fd_));
+  }
+  return server;
+}
+
+absl::Status Server::Loop::Watch(int listen_fd, int stop_fd) {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_fd_ < 0 || wake_fd_ < 0) return Errno("epoll");
   epoll_event ev{};
   ev.events = EPOLLIN;
-  ev.data.fd = server->listen_fd_;
-  epoll_ctl(server->epoll_fd_, EPOLL_CTL_ADD, server->listen_fd_, &ev);
-  ev.data.fd = server->stop_fd_;
-  epoll_ctl(server->epoll_fd_, EPOLL_CTL_ADD, server->stop_fd_, &ev);
-  return server;
+  ev.data.fd = wake_fd_;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+  ev.data.fd = listen_fd;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd, &ev);
+  ev.events = EPOLLIN;
+  ev.data.fd = stop_fd;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, stop_fd, &ev);
+  return absl::OkStatus();
 }
 
 void Server::Stop() {
@@ -174,25 +238,20 @@ void Server::Stop() {
   (void)!write(stop_fd_, &one, sizeof one);
 }
 
-void Server::Accept() {
+void Server::Loop::Accept() {
   while (true) {
     sockaddr_storage peer{};
     socklen_t length = sizeof peer;
-    const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer),
+    const int fd = accept4(server_.listen_fd_, reinterpret_cast<sockaddr*>(&peer),
                            &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       return;  // EAGAIN, or out of descriptors: the next round tries again
     }
-    ++stats_.connections_received;
-    if (connections_->by_fd.size() >= config_.maxclients) {
-      ++stats_.rejected_connections;
-      Refuse(fd, "-ERR max number of clients reached\r\n");
-      continue;
-    }
+    counters.connections_received.Add();
     if (config_.protected_mode && config_.requirepass.empty() &&
         !IsLoopback(peer)) {
-      ++stats_.rejected_connections;
+      counters.rejected_connections.Add();
       Refuse(fd,
              "-DENIED roundtable is running in protected mode: no password "
              "is set, so only loopback clients are served. Set one with "
@@ -200,21 +259,50 @@ void Server::Accept() {
              "--protected_mode=false (docs/server.md).\r\n");
       continue;
     }
+    if (server_.connected_.fetch_add(1) >= config_.maxclients) {
+      server_.connected_.fetch_sub(1);
+      counters.rejected_connections.Add();
+      Refuse(fd, "-ERR max number of clients reached\r\n");
+      continue;
+    }
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     auto c = std::make_unique<Connection>(config_.limits);
     c->fd = fd;
-    c->session.id = next_id_++;
+    c->session.id = server_.next_id_.fetch_add(1);
     c->session.address = AddressText(peer);
     c->session.connected = std::chrono::steady_clock::now();
-    Connection& added = *c;
-    connections_->by_fd.emplace(fd, std::move(c));
-    stats_.connected_clients = connections_->by_fd.size();
-    Watch(added);
+    // Whichever loop wakes takes every waiting client: they are dealt
+    // out in turn, so that the loops share them.
+    Loop& owner = *server_.loops_[server_.next_loop_.fetch_add(1) %
+                                  server_.loops_.size()];
+    if (&owner == this) {
+      Add(std::move(c));
+    } else {
+      owner.Adopt(std::move(c));
+    }
   }
 }
 
-void Server::Watch(Connection& c) {
+void Server::Loop::Add(std::unique_ptr<Connection> c) {
+  Connection& added = *c;
+  {
+    std::lock_guard<std::mutex> lock(server_.sessions_mu_);
+    by_fd_.emplace(added.fd, std::move(c));
+  }
+  Watch(added);
+}
+
+void Server::Loop::Adopt(std::unique_ptr<Connection> c) {
+  {
+    std::lock_guard<std::mutex> lock(adopted_mu_);
+    adopted_.push_back(std::move(c));
+  }
+  const uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof one);
+}
+
+void Server::Loop::Watch(Connection& c) {
   uint32_t events = 0;
   if (!c.paused && !c.closing) events |= EPOLLIN;
   if (c.unsent() > 0) events |= EPOLLOUT;
@@ -229,7 +317,7 @@ void Server::Watch(Connection& c) {
   c.events = events;
 }
 
-void Server::Read(Connection& c) {
+void Server::Loop::Read(Connection& c) {
   // At most 1 MiB a round from one client, so that one sending without
   // pause does not starve the others (epoll is level-triggered: the rest
   // is read next round).
@@ -265,14 +353,15 @@ void Server::Read(Connection& c) {
       }
       break;
     }
-    stats_.net_input_bytes += static_cast<uint64_t>(n);
+    counters.net_input_bytes.Add(static_cast<uint64_t>(n));
     budget -= std::min<size_t>(budget, static_cast<size_t>(n));
     if (static_cast<size_t>(n) < want) break;
   }
   RunRequests(c);
 }
 
-void Server::RunRequests(Connection& c) {
+void Server::Loop::RunRequests(Connection& c) {
+  Commands::Turn turn(server_.commands_);
   while (!c.paused && !c.closing) {
     const std::string_view pending =
         std::string_view(c.in).substr(c.in_start);
@@ -295,7 +384,8 @@ void Server::RunRequests(Connection& c) {
     }
     c.needed = 0;
     if (!c.request.empty()) {
-      if (commands_.Execute(c.session, c.request.args(), &c.out)) {
+      if (server_.commands_.Execute(c.session, c.request.args(), &c.out,
+                                    counters, turn)) {
         wrote_ = true;
         c.synced_reply = true;
       }
@@ -313,7 +403,7 @@ void Server::RunRequests(Connection& c) {
   }
 }
 
-bool Server::Flush(Connection& c) {
+bool Server::Loop::Flush(Connection& c) {
   while (c.unsent() > 0) {
     const ssize_t n = send(c.fd, c.out.data() + c.out_sent, c.unsent(),
                            MSG_NOSIGNAL);
@@ -323,7 +413,7 @@ bool Server::Flush(Connection& c) {
       Close(c);
       return false;
     }
-    stats_.net_output_bytes += static_cast<uint64_t>(n);
+    counters.net_output_bytes.Add(static_cast<uint64_t>(n));
     c.out_sent += static_cast<size_t>(n);
   }
   if (c.unsent() == 0) {
@@ -345,12 +435,15 @@ bool Server::Flush(Connection& c) {
   return true;
 }
 
-void Server::Close(Connection& c) {
+void Server::Loop::Close(Connection& c) {
   const int fd = c.fd;
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   close(fd);
-  connections_->by_fd.erase(fd);
-  stats_.connected_clients = connections_->by_fd.size();
+  {
+    std::lock_guard<std::mutex> lock(server_.sessions_mu_);
+    by_fd_.erase(fd);
+  }
+  server_.connected_.fetch_sub(1);
 }
 
 absl::Status Server::Run() {
@@ -371,27 +464,54 @@ absl::Status Server::Run() {
       }
     });
   }
+  std::vector<std::thread> others;
+  for (size_t i = 1; i < loops_.size(); ++i) {
+    others.emplace_back([loop = loops_[i].get()] { loop->Run(); });
+  }
+  loops_[0]->Run();
+  for (std::thread& t : others) t.join();
+  if (syncer.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
+    }
+    wake.notify_all();
+    syncer.join();
+  }
+  return table_->Sync();
+}
+
+void Server::Loop::Run() {
   std::vector<epoll_event> events(256);
   std::vector<int> touched;
-  while (!stopping_.load(std::memory_order_relaxed)) {
+  while (!server_.stopping_.load(std::memory_order_relaxed)) {
     const int n = epoll_wait(epoll_fd_, events.data(),
                              static_cast<int>(events.size()), -1);
     if (n < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    stats_.syncs = syncs_.load(std::memory_order_relaxed);
-    stats_.sync_errors = sync_errors_.load(std::memory_order_relaxed);
     touched.clear();
     for (int i = 0; i < n; ++i) {
       const int fd = events[i].data.fd;
-      if (fd == stop_fd_) continue;
-      if (fd == listen_fd_) {
+      if (fd == server_.stop_fd_) continue;
+      if (fd == server_.listen_fd_) {
         Accept();
         continue;
       }
-      auto it = connections_->by_fd.find(fd);
-      if (it == connections_->by_fd.end()) continue;
+      if (fd == wake_fd_) {
+        uint64_t count;
+        (void)!read(wake_fd_, &count, sizeof count);
+        std::vector<std::unique_ptr<Connection>> adopted;
+        {
+          std::lock_guard<std::mutex> lock(adopted_mu_);
+          adopted.swap(adopted_);
+        }
+        for (auto& c : adopted) Add(std::move(c));
+        continue;
+      }
+      auto it = by_fd_.find(fd);
+      if (it == by_fd_.end()) continue;
       Connection& c = *it->second;
       if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) Read(c);
       touched.push_back(fd);
@@ -401,39 +521,69 @@ absl::Status Server::Run() {
     // their clients are disconnected (the table refuses writes from then).
     if (wrote_ && config_.fsync == FsyncPolicy::kAlways) {
       wrote_ = false;
-      const absl::Status s = table_->Sync();
-      (s.ok() ? syncs_ : sync_errors_).fetch_add(1, std::memory_order_relaxed);
+      const absl::Status s = server_.table_->Sync();
+      (s.ok() ? server_.syncs_ : server_.sync_errors_)
+          .fetch_add(1, std::memory_order_relaxed);
       if (!s.ok()) {
         for (int fd : touched) {
-          auto it = connections_->by_fd.find(fd);
-          if (it != connections_->by_fd.end() && it->second->synced_reply) {
+          auto it = by_fd_.find(fd);
+          if (it != by_fd_.end() && it->second->synced_reply) {
             Close(*it->second);
           }
         }
       }
     }
     for (int fd : touched) {
-      auto it = connections_->by_fd.find(fd);
-      if (it == connections_->by_fd.end()) continue;
+      auto it = by_fd_.find(fd);
+      if (it == by_fd_.end()) continue;
       it->second->synced_reply = false;
       Flush(*it->second);
     }
   }
-  if (syncer.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      done = true;
-    }
-    wake.notify_all();
-    syncer.join();
-  }
   // Replies already made go out where the client takes them at once.
-  while (!connections_->by_fd.empty()) {
-    Connection& c = *connections_->by_fd.begin()->second;
+  while (!by_fd_.empty()) {
+    Connection& c = *by_fd_.begin()->second;
     c.closing = true;
     if (Flush(c)) Close(c);
   }
-  return table_->Sync();
+}
+
+ServerStats Server::Stats() {
+  ServerStats s;
+  for (const auto& loop : loops_) {
+    const LoopCounters& c = loop->counters;
+    s.connections_received += c.connections_received.Get();
+    s.rejected_connections += c.rejected_connections.Get();
+    s.commands_processed += c.commands_processed.Get();
+    s.keyspace_hits += c.keyspace_hits.Get();
+    s.keyspace_misses += c.keyspace_misses.Get();
+    s.net_input_bytes += c.net_input_bytes.Get();
+    s.net_output_bytes += c.net_output_bytes.Get();
+  }
+  s.rejected_connections -= reset_at_.rejected_connections;
+  s.commands_processed -= reset_at_.commands_processed;
+  s.keyspace_hits -= reset_at_.keyspace_hits;
+  s.keyspace_misses -= reset_at_.keyspace_misses;
+  s.net_input_bytes -= reset_at_.net_input_bytes;
+  s.net_output_bytes -= reset_at_.net_output_bytes;
+  s.connected_clients = connected_.load();
+  s.syncs = syncs_.load(std::memory_order_relaxed);
+  s.sync_errors = sync_errors_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void Server::ResetStats() {
+  // What the counters say now is zero from here on (the counts of
+  // connections received and of syncs are kept, as Redis keeps them).
+  reset_at_ = {};
+  reset_at_ = Stats();
+}
+
+std::vector<Session> Server::Clients() {
+  std::vector<Session> sessions;
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  for (const auto& loop : loops_) loop->AppendSessions(&sessions);
+  return sessions;
 }
 
 }  // namespace roundtable::server

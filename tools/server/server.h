@@ -1,18 +1,22 @@
-// The Redis-protocol server over one table (docs/server.md): an epoll event
-// loop on one thread that accepts clients, parses their pipelined requests,
-// runs them (Commands) and writes the replies back, with the limits of
-// ServerConfig; under FsyncPolicy::kEverySec a second thread syncs the
-// table's log every second.
+// The Redis-protocol server over one table (docs/server.md): event loops
+// (epoll), each on a thread of its own, that accept clients from one
+// listening socket, parse their pipelined requests, run them (Commands)
+// and write the replies back, with the limits of ServerConfig; a client
+// stays with the loop that accepted it. Under FsyncPolicy::kEverySec one
+// more thread syncs the table's log every second.
 //
-// Thread-safety: Run on one thread; Stop from any thread or a signal
-// handler (it writes to an eventfd and nothing else).
+// Thread-safety: Run on one thread (it runs the first loop and starts the
+// others); Stop from any thread or a signal handler (it writes to an
+// eventfd and nothing else).
 #ifndef ROUNDTABLE_TOOLS_SERVER_SERVER_H_
 #define ROUNDTABLE_TOOLS_SERVER_SERVER_H_
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -42,37 +46,31 @@ class Server {
 
  private:
   struct Connection;
+  class Loop;
   Server(Table* table, ServerConfig config);
 
-  void Accept();
-  // Reads what the client sent and runs its whole requests.
-  void Read(Connection& c);
-  void RunRequests(Connection& c);
-  // Writes what the client has waiting; false when it closed.
-  bool Flush(Connection& c);
-  void Close(Connection& c);
-  void Watch(Connection& c);  // epoll interest from the connection's state
-  void SyncEverySecond();
+  // The counters since the last reset and the sessions, over every loop.
+  ServerStats Stats();
+  void ResetStats();
+  std::vector<Session> Clients();
 
   Table* const table_;
   ServerConfig config_;
-  ServerStats stats_;
   Commands commands_;
   int listen_fd_ = -1;
-  int epoll_fd_ = -1;
   int stop_fd_ = -1;
-  uint64_t next_id_ = 1;
-  class Connections;
-  std::unique_ptr<Connections> connections_;
+  std::vector<std::unique_ptr<Loop>> loops_;
   std::atomic<bool> stopping_{false};
-  // What one recv takes from a client, unless a request needs more.
-  char receive_[16 << 10];
-  // Whether a command changed the table since the last sync (kAlways
-  // syncs it before any reply goes).
-  bool wrote_ = false;
+  std::atomic<uint64_t> next_id_{1};
+  std::atomic<uint64_t> next_loop_{0};  // the loop the next client goes to
+  std::atomic<uint64_t> connected_{0};  // clients, over every loop
   // Syncs of the log and failed ones, by whichever thread made them.
   std::atomic<uint64_t> syncs_{0};
   std::atomic<uint64_t> sync_errors_{0};
+  // Guards every loop's list of connections where another thread reads
+  // it (Clients); and what CONFIG RESETSTAT zeroed, subtracted from then.
+  std::mutex sessions_mu_;
+  ServerStats reset_at_;
 };
 
 }  // namespace roundtable::server

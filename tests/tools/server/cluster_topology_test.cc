@@ -151,12 +151,10 @@ TEST_F(ClusterNodeTest, ClusterCommandsDescribeTheTopology) {
             std::string::npos);
   // Without a topology: Redis's error.
   ServerConfig plain;
-  Commands standalone(table_.get(), &plain, &stats_, [] {
-    return std::vector<const Session*>{};
-  });
+  Commands standalone(table_.get(), &plain, Hooks());
   std::string out;
   const std::vector<std::string_view> args = {"CLUSTER", "INFO"};
-  standalone.Execute(session_, args, &out);
+  standalone.Execute(session_, args, &out, counters_);
   EXPECT_EQ(out, "-ERR This instance has cluster support disabled\r\n");
 }
 

@@ -28,10 +28,21 @@ class CommandsFixture : public testing::Test {
     std::filesystem::remove_all(dir_);
     table_ = *Table::Open(Options(), dir_);
     Configure(config_);
-    commands_ = std::make_unique<Commands>(
-        table_.get(), &config_, &stats_,
-        [this] { return std::vector<const Session*>{&session_}; });
+    commands_ = std::make_unique<Commands>(table_.get(), &config_, Hooks());
     session_.id = 7;
+  }
+  // One client (session_) and the counters of one loop (counters_), as a
+  // server of one loop would report them.
+  ServerHooks Hooks() {
+    return {[this] { return std::vector<Session>{session_}; },
+            [this] {
+              ServerStats s;
+              s.commands_processed = counters_.commands_processed.Get();
+              s.keyspace_hits = counters_.keyspace_hits.Get();
+              s.keyspace_misses = counters_.keyspace_misses.Get();
+              return s;
+            },
+            [] {}};
   }
   void TearDown() override {
     commands_.reset();
@@ -44,13 +55,13 @@ class CommandsFixture : public testing::Test {
   std::string Run(std::vector<std::string> args) {
     std::vector<std::string_view> views(args.begin(), args.end());
     std::string out;
-    commands_->Execute(session_, views, &out);
+    commands_->Execute(session_, views, &out, counters_);
     return out;
   }
 
   std::string dir_;
   ServerConfig config_;
-  ServerStats stats_;
+  LoopCounters counters_;
   Session session_;
   std::unique_ptr<Table> table_;
   std::unique_ptr<Commands> commands_;

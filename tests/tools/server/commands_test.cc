@@ -331,9 +331,7 @@ TEST_F(CommandsTest, RandomCommandsMatchAMapModel) {
       commands_.reset();
       ASSERT_TRUE(table_->Close().ok());
       table_ = *Table::Open(Options(), dir_);
-      commands_ = std::make_unique<Commands>(
-          table_.get(), &config_, &stats_,
-          [this] { return std::vector<const Session*>{&session_}; });
+      commands_ = std::make_unique<Commands>(table_.get(), &config_, Hooks());
       ASSERT_EQ(Run({"DBSIZE"}), Int(model.size()));
     }
   }

@@ -247,6 +247,77 @@ class ServerTest(unittest.TestCase):
         self.assertEqual(int(r.get("shared")), 200 * 50)
         self.assertEqual({int(r.get(f"own{n}")) for n in range(200)}, {50})
 
+    def test_several_event_loops_share_the_clients_and_keep_writes_atomic(self):
+        s = self.start("--event_loops=4")
+        r = s.client()
+        self.assertIn("event_loops:4", s.cli("INFO", "server"))
+        self.assertEqual(s.cli("CONFIG", "GET", "io-threads"), "io-threads\n4")
+        # Clients spread over the loops: every one listed, whichever loop
+        # serves it.
+        held = [s.client() for _ in range(12)]
+        for i, c in enumerate(held):
+            c.client_setname(f"held{i}")
+        names = {c["name"] for c in r.client_list()}
+        self.assertTrue({f"held{i}" for i in range(12)} <= names)
+        # Read-modify-writes from many connections at once stay atomic, and
+        # an MGET never sees half of an MSET.
+        errors = []
+        stop = threading.Event()
+
+        def incr(n):
+            try:
+                c = s.client()
+                for _ in range(20):
+                    pipe = c.pipeline(transaction=False)
+                    for _ in range(10):
+                        pipe.incr("shared")
+                        pipe.append(f"log{n % 4}", "x")
+                    pipe.execute()
+                c.close()
+            except Exception as e:  # reported below
+                errors.append(e)
+
+        def mset():
+            c = s.client()
+            i = 0
+            while not stop.is_set() and i < 100000:
+                c.mset({"pair:a": i, "pair:b": i})
+                i += 1
+
+        def mget():
+            try:
+                c = s.client()
+                for _ in range(2000):
+                    a, b = c.mget("pair:a", "pair:b")
+                    if a != b:
+                        errors.append(AssertionError(f"MGET saw {a} {b}"))
+                        return
+            except Exception as e:  # reported below
+                errors.append(e)
+
+        writer = threading.Thread(target=mset)
+        writer.start()
+        threads = [threading.Thread(target=incr, args=(n,)) for n in range(40)]
+        threads += [threading.Thread(target=mget) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        stop.set()
+        writer.join(timeout=60)
+        self.assertEqual(errors, [])
+        self.assertEqual(int(r.get("shared")), 40 * 20 * 10)
+        self.assertEqual(sum(r.strlen(f"log{k}") for k in range(4)),
+                         40 * 20 * 10)
+        # INFO counts the commands of every loop; RESETSTAT zeroes them.
+        info = r.info("stats")
+        self.assertGreaterEqual(info["total_commands_processed"], 40 * 20 * 20)
+        self.assertEqual(r.config_resetstat(), True)
+        self.assertLess(r.info("stats")["total_commands_processed"], 10)
+        for c in held:
+            c.close()
+        self.assertIn("table closed", s.stop())
+
     def test_a_stalled_client_does_not_stall_the_others(self):
         s = self.start()
         r = s.client()
