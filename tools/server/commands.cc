@@ -493,11 +493,17 @@ const std::vector<Spec>& Specs() {
 }
 
 const Spec* FindSpec(std::string_view name) {
-  const std::string lower = Lower(name);
+  // Lowered on the stack: no command's name is longer.
+  char buffer[24];
+  if (name.size() > sizeof buffer) return nullptr;
+  for (size_t i = 0; i < name.size(); ++i) {
+    buffer[i] = absl::ascii_tolower(static_cast<unsigned char>(name[i]));
+  }
+  const std::string_view lower(buffer, name.size());
   const auto& specs = Specs();
   auto it = std::lower_bound(
       specs.begin(), specs.end(), lower,
-      [](const Spec& s, const std::string& n) { return s.name < n; });
+      [](const Spec& s, std::string_view n) { return s.name < n; });
   return it != specs.end() && it->name == lower ? &*it : nullptr;
 }
 
