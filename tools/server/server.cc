@@ -59,7 +59,7 @@ class Server::Loop {
 
   // Its epoll set, watching the listening socket (each accept wakes one
   // loop) and the stop eventfd (which wakes them all).
-  absl::Status Watch(int listen_fd, int stop_fd);
+  absl::Status Open(int listen_fd, int stop_fd);
   // Serves until the server stops, then sends what its clients have
   // waiting where they take it at once and closes them.
   void Run();
@@ -210,12 +210,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Listen(Table* table,
   for (int i = 0; i < server->config_.event_loops; ++i) {
     server->loops_.push_back(std::make_unique<Loop>(*server));
     RT_RETURN_IF_ERROR(
-        server->loops_.back()->Watch(server->listen_fd_, server->stop_fd_));
+        server->loops_.back()->Open(server->listen_fd_, server->stop_fd_));
   }
   return server;
 }
 
-absl::Status Server::Loop::Watch(int listen_fd, int stop_fd) {
+absl::Status Server::Loop::Open(int listen_fd, int stop_fd) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (epoll_fd_ < 0 || wake_fd_ < 0) return Errno("epoll");
@@ -242,8 +242,9 @@ void Server::Loop::Accept() {
   while (true) {
     sockaddr_storage peer{};
     socklen_t length = sizeof peer;
-    const int fd = accept4(server_.listen_fd_, reinterpret_cast<sockaddr*>(&peer),
-                           &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    const int fd =
+        accept4(server_.listen_fd_, reinterpret_cast<sockaddr*>(&peer),
+                &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       return;  // EAGAIN, or out of descriptors: the next round tries again
