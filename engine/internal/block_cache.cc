@@ -124,6 +124,16 @@ std::byte* BlockCache::Lend() {
   MutexLock lock(&mu_);
   // Past the lendable slots, only free ones: they displace no clean block.
   if (lent_ >= lendable_slots() && free_.empty()) return nullptr;
+  return LendLocked();
+}
+
+std::byte* BlockCache::LendToFill() {
+  if (!enabled()) return nullptr;
+  MutexLock lock(&mu_);
+  return LendLocked();
+}
+
+std::byte* BlockCache::LendLocked() {
   const uint32_t slot = TakeSlot();
   if (slot == kNoSlot) return nullptr;
   bucket_of_[slot] = kLent;

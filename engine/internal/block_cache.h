@@ -127,6 +127,11 @@ class BlockCache {
   // lendable_slots() are lent already and none is free (the rest, an
   // eighth, stays for clean blocks), or the cache is disabled.
   std::byte* Lend();
+  // A slot to read a clean block into, to be cached where it lies
+  // (Adopt) or given back (Return): a free one, or the clock's victim,
+  // past lendable_slots() too (it is for a clean block); null when every
+  // slot is lent or the cache is disabled. A read fills it with no copy.
+  std::byte* LendToFill();
   static constexpr uint64_t kCleanShare = 8;  // 1/8 of the slots
   uint64_t lendable_slots() const {
     return capacity_blocks_ -
@@ -219,6 +224,8 @@ class BlockCache {
   uint32_t PlaceLocked(uint64_t b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Caches bucket b in `slot`, referenced.
   void Assign(uint64_t b, uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Lend's slot, once it may lend one; null when every slot is lent.
+  std::byte* LendLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A slot for a new block: a free one, or the clock's victim; kNoSlot
   // when every slot is lent.
   uint32_t TakeSlot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -68,6 +68,19 @@ bool BucketStore::FindIn(std::span<const std::byte> bytes, std::string_view key,
 absl::StatusOr<bool> BucketStore::FindOnDevice(uint64_t b, std::string_view key,
                                                uint16_t tag,
                                                std::string* value) {
+  // Read where it will be cached: no copy (nor buffer) of its own.
+  if (std::byte* slot = cache_.LendToFill()) {
+    const std::span<std::byte> bytes(slot, block_size_);
+    absl::Status s = blocks_->Read(b + kHeaderBlocks, bytes);
+    if (s.ok()) s = VerifyBlock(bytes, b);
+    if (!s.ok()) {
+      cache_.Return(slot);
+      return s;
+    }
+    const bool found = FindIn(bytes, key, tag, value);
+    cache_.Adopt(b, slot);
+    return found;
+  }
   // Not zeroed: the read fills it, or it goes unread.
   io::AlignedBuffer buffer(block_size_, 4096, /*zeroed=*/false);
   RT_RETURN_IF_ERROR(LoadFromDevice(b, buffer.span()));

@@ -86,7 +86,8 @@ class BucketStore {
   // Reads. The value of `key` (whose tag is `tag`) in bucket b's block into
   // *value: true if found. A cached or held block is searched where it
   // lies, with no copy, unless its tag filter rules the key out; otherwise
-  // the block is read from the device (one read), verified and cached.
+  // the block is read from the device (one read) into a slot the cache
+  // lends, verified, and cached where it lies.
   absl::StatusOr<bool> Find(uint64_t b, std::string_view key, uint16_t tag,
                             std::string* value) {
     bool found = false;
