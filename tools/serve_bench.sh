@@ -17,6 +17,9 @@
 # its maxmemory (noeviction, its default policy: writes past it are
 # refused) to count the keys it keeps.
 #
+# RT_BENCH_SERVE_FLAGS adds flags to every `roundtable serve` (say
+# --event_loops=2).
+#
 # ROUNDS rounds (3), the two servers' order swapped each round (each round
 # starts both afresh); prints each line's median requests per second, the
 # ratio, and each server's resident size after the round (the median), as
@@ -53,8 +56,9 @@ start() {
   port=$(free_port)
   case $server in
     roundtable)
+      # shellcheck disable=SC2086 # RT_BENCH_SERVE_FLAGS: words to split
       "$rt" serve "$work/$server/table" --port="$port" --fsync=everysec \
-        "$@" 2>"$work/$server.log" &
+        ${RT_BENCH_SERVE_FLAGS:-} "$@" 2>"$work/$server.log" &
       ;;
     redis)
       redis-server --port "$port" --bind 127.0.0.1 --dir "$work/$server" \
@@ -162,6 +166,7 @@ for ((round = 1; round <= rounds; round++)); do
 done
 
 echo "redis-benchmark, 50 clients, $requests requests a line, $keyspace keys, $value-byte values; medians of $rounds rounds"
+[ -n "${RT_BENCH_SERVE_FLAGS:-}" ] && echo "roundtable serve $RT_BENCH_SERVE_FLAGS"
 echo "large: $large_keys keys of $large_value bytes, a budget of $budget_mb MiB (roundtable: cache and write buffer; redis-server: none, and maxmemory for the keys kept within it)"
 echo "($(date -u +%F), commit $(git -C "$top" rev-parse --short HEAD), $(nproc) CPUs, $(uname -r))"
 echo
