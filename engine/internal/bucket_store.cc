@@ -130,16 +130,25 @@ absl::Status BucketStore::Preload(std::span<const uint64_t> buckets) {
     if (!InMemory(b)) missed.push_back(b);
   }
   if (missed.size() < 2) return absl::OkStatus();
-  if (preload_.size() < missed.size() * block_size_) {
-    preload_ = io::AlignedBuffer(missed.size() * block_size_);
-  }
+  // Each read into a slot the cache lends, and cached where it lies: no
+  // copy. As many as it lends (a hint: a small cache preloads fewer).
   std::vector<io::ReadRequest> reads;
   reads.reserve(missed.size());
-  for (size_t i = 0; i < missed.size(); ++i) {
-    reads.push_back({missed[i] + kHeaderBlocks,
-                     preload_.span().subspan(i * block_size_, block_size_)});
+  for (const uint64_t b : missed) {
+    std::byte* slot = cache_.LendToFill();
+    if (slot == nullptr) break;
+    reads.push_back({b + kHeaderBlocks, {slot, block_size_}});
   }
-  return ReadAndCache(missed, reads);
+  absl::Status s = blocks_->ReadBatch(reads);
+  std::vector<BlockCache::Returning> back;
+  back.reserve(reads.size());
+  for (size_t r = 0; r < reads.size(); ++r) {
+    if (s.ok()) s = VerifyBlock(reads[r].buffer, missed[r]);
+    // From the first failure on, the slots go back free.
+    back.push_back({missed[r], reads[r].buffer.data(), s.ok()});
+  }
+  cache_.TakeBack(back);
+  return s;
 }
 
 // A block held since the last checkpoint, or frozen by it, was made here

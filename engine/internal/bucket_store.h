@@ -115,7 +115,8 @@ class BucketStore {
                           std::span<io::AlignedBuffer> out);
 
   // Reads the blocks of `buckets` that are not in memory in one batch (one
-  // submission), verified, into the cache, so that editing each next
+  // submission), each into a slot the cache lends, verified, and caches
+  // them where they lie, so that editing each next
   // reads nothing: for a sweep of edits over blocks mostly on the device
   // (the write buffer's drains). A hint: nothing when the cache is off or
   // at most one block is missing, and a small cache may evict them first.
@@ -348,7 +349,6 @@ class BucketStore {
   uint64_t sealing_ = 0;
   // A block read from the device before it is held.
   io::AlignedBuffer work_;
-  io::AlignedBuffer preload_;  // Preload's reads
   // Lends the cache's slots to the deferred device and takes them back.
   class CacheLender final : public DeferredDevice::Lender {
    public:
