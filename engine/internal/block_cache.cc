@@ -66,11 +66,9 @@ uint32_t BlockCache::TakeSlot() {
 
 void BlockCache::Insert(uint64_t b, std::span<const std::byte> bytes) {
   if (!enabled()) return;
-  // Summarized before the lock: concurrent readers wait only for the copy.
-  const TagFilter filter =
-      summarize_ != nullptr ? summarize_(bytes) : TagFilter();
+  const TagFilter filter = SummaryOf(bytes);
   MutexLock lock(&mu_);
-  InsertLocked(b, bytes, &filter);
+  InsertLocked(b, bytes, filter);
 }
 
 uint32_t BlockCache::PlaceLocked(uint64_t b) {
@@ -93,20 +91,19 @@ void BlockCache::Assign(uint64_t b, uint32_t slot) {
 }
 
 void BlockCache::InsertLocked(uint64_t b, std::span<const std::byte> bytes,
-                              const TagFilter* filter) {
+                              const TagFilter& filter) {
   const uint32_t slot = PlaceLocked(b);
   if (slot == kNoSlot) return;
   std::memcpy(BytesOf(slot), bytes.data(), block_size_);
-  if (summarize_ != nullptr) {
-    filter_[slot] = filter != nullptr ? *filter : summarize_(bytes);
-  }
+  if (summarize_ != nullptr) filter_[slot] = filter;
 }
 
 bool BlockCache::InsertIfRoom(uint64_t b, std::span<const std::byte> bytes) {
   if (!enabled()) return false;
+  const TagFilter filter = SummaryOf(bytes);
   MutexLock lock(&mu_);
   if (free_.empty() && SlotOf(b) == kNoSlot) return false;
-  InsertLocked(b, bytes);
+  InsertLocked(b, bytes, filter);
   return true;
 }
 

@@ -215,9 +215,14 @@ class BlockCache {
     }
     return true;
   }
-  // `filter`: the block's, made already (null: summarized here).
+  // The filter of `bytes`, made before the lock is taken: concurrent
+  // readers then wait only for the block's copy.
+  TagFilter SummaryOf(std::span<const std::byte> bytes) const {
+    return summarize_ != nullptr ? summarize_(bytes) : TagFilter();
+  }
+  // `filter`: SummaryOf(bytes).
   void InsertLocked(uint64_t b, std::span<const std::byte> bytes,
-                    const TagFilter* filter = nullptr)
+                    const TagFilter& filter)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Bucket b's slot (referenced), or a new one for it (TakeSlot, then
   // Assign); kNoSlot when every slot is lent.

@@ -5,6 +5,7 @@
 #include <system_error>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "engine/internal/kill_points.h"
 #include "engine/internal/table_files.h"
 #include "io/base/status_macros.h"
@@ -69,18 +70,13 @@ absl::StatusOr<bool> BucketStore::FindOnDevice(uint64_t b, std::string_view key,
                                                uint16_t tag,
                                                std::string* value) {
   // Read where it will be cached: no copy (nor buffer) of its own.
-  if (std::byte* slot = cache_.LendToFill()) {
-    const std::span<std::byte> bytes(slot, block_size_);
-    absl::Status s = blocks_->Read(b + kHeaderBlocks, bytes);
-    if (s.ok()) s = VerifyBlock(bytes, b);
-    if (!s.ok()) {
-      cache_.Return(slot);
-      return s;
-    }
-    const bool found = FindIn(bytes, key, tag, value);
-    cache_.Adopt(b, slot);
-    return found;
-  }
+  bool found = false;
+  RT_ASSIGN_OR_RETURN(
+      const size_t read,
+      FillCache({&b, 1}, [&](size_t, std::span<const std::byte> bytes) {
+        found = FindIn(bytes, key, tag, value);
+      }));
+  if (read == 1) return found;
   // Not zeroed: the read fills it, or it goes unread.
   io::AlignedBuffer buffer(block_size_, 4096, /*zeroed=*/false);
   RT_RETURN_IF_ERROR(LoadFromDevice(b, buffer.span()));
@@ -130,25 +126,35 @@ absl::Status BucketStore::Preload(std::span<const uint64_t> buckets) {
     if (!InMemory(b)) missed.push_back(b);
   }
   if (missed.size() < 2) return absl::OkStatus();
-  // Each read into a slot the cache lends, and cached where it lies: no
-  // copy. As many as it lends (a hint: a small cache preloads fewer).
-  std::vector<io::ReadRequest> reads;
-  reads.reserve(missed.size());
-  for (const uint64_t b : missed) {
+  // A hint: a small cache preloads as many as it lends slots for.
+  return FillCache(missed, [](size_t, std::span<const std::byte>) {})
+      .status();
+}
+
+absl::StatusOr<size_t> BucketStore::FillCache(
+    std::span<const uint64_t> buckets,
+    absl::FunctionRef<void(size_t, std::span<const std::byte>)> visit) {
+  // Inline for one block: a Get's miss allocates nothing.
+  absl::InlinedVector<io::ReadRequest, 1> reads;
+  reads.reserve(buckets.size());
+  for (const uint64_t b : buckets) {
     std::byte* slot = cache_.LendToFill();
     if (slot == nullptr) break;
     reads.push_back({b + kHeaderBlocks, {slot, block_size_}});
   }
   absl::Status s = blocks_->ReadBatch(reads);
-  std::vector<BlockCache::Returning> back;
+  absl::InlinedVector<BlockCache::Returning, 1> back;
   back.reserve(reads.size());
   for (size_t r = 0; r < reads.size(); ++r) {
-    if (s.ok()) s = VerifyBlock(reads[r].buffer, missed[r]);
+    if (s.ok()) s = VerifyBlock(reads[r].buffer, buckets[r]);
+    // Visited while lent: once cached, another reader may evict it.
+    if (s.ok()) visit(r, reads[r].buffer);
     // From the first failure on, the slots go back free.
-    back.push_back({missed[r], reads[r].buffer.data(), s.ok()});
+    back.push_back({buckets[r], reads[r].buffer.data(), s.ok()});
   }
   cache_.TakeBack(back);
-  return s;
+  RT_RETURN_IF_ERROR(s);
+  return reads.size();
 }
 
 // A block held since the last checkpoint, or frozen by it, was made here

@@ -36,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "engine/internal/block_cache.h"
 #include "engine/internal/block_format.h"
@@ -272,6 +273,14 @@ class BucketStore {
                                     uint16_t tag, std::string* value);
   // Held, or read from the device, verified and cached.
   absl::Status LoadFromDevice(uint64_t b, std::span<std::byte> out);
+  // Reads the blocks of `buckets` (in no memory) in one batch, each into
+  // a slot the cache lends, as many as it lends slots for; verifies each,
+  // calls visit(index, bytes) and caches it where it lies. The
+  // number read, or the first failure (from which the slots go back
+  // free).
+  absl::StatusOr<size_t> FillCache(
+      std::span<const uint64_t> buckets,
+      absl::FunctionRef<void(size_t, std::span<const std::byte>)> visit);
   // How RefreshFilters makes the filter of an edited block: the filter
   // the block kept while held (kKept) or no tag (kEmpty, a block made
   // anew), with the tags the write appended; or from the block's

@@ -75,13 +75,6 @@ absl::StatusOr<ServeOptions> ServeOptionsFromFlags() {
     }
   }
   o.config.event_loops = absl::GetFlag(FLAGS_event_loops);
-  if (o.config.event_loops < 1 ||
-      o.config.event_loops > server::ServerConfig::kMaxEventLoops) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--event_loops: ", o.config.event_loops,
-                     " is not between 1 and ",
-                     server::ServerConfig::kMaxEventLoops));
-  }
   o.config.maxclients = absl::GetFlag(FLAGS_maxclients);
   o.config.protected_mode = absl::GetFlag(FLAGS_protected_mode);
   o.cache_bytes = absl::GetFlag(FLAGS_cache_mb) << 20;
@@ -103,6 +96,7 @@ absl::StatusOr<ServeOptions> ServeOptionsFromFlags() {
 
 absl::Status RunServe(const std::string& dir, const ServeOptions& options,
                       std::ostream& log) {
+  RT_RETURN_IF_ERROR(server::Server::CheckConfig(options.config));
   Options table_options = options.layout;
   // An existing table keeps its own (any other error is Open's to say).
   if (!table_options.s0 && absl::IsNotFound(Table::ReadLayout(dir).status())) {

@@ -157,8 +157,19 @@ Server::~Server() {
   if (stop_fd_ >= 0) close(stop_fd_);
 }
 
+absl::Status Server::CheckConfig(const ServerConfig& config) {
+  if (config.event_loops < 1 ||
+      config.event_loops > ServerConfig::kMaxEventLoops) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--event_loops: ", config.event_loops,
+                     " is not between 1 and ", ServerConfig::kMaxEventLoops));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Server>> Server::Listen(Table* table,
                                                        ServerConfig config) {
+  RT_RETURN_IF_ERROR(CheckConfig(config));
   std::unique_ptr<Server> server(new Server(table, std::move(config)));
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -205,8 +216,6 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Listen(Table* table,
 
   server->stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (server->stop_fd_ < 0) return Errno("eventfd");
-  server->config_.event_loops = std::clamp(server->config_.event_loops, 1,
-                                           ServerConfig::kMaxEventLoops);
   for (int i = 0; i < server->config_.event_loops; ++i) {
     server->loops_.push_back(std::make_unique<Loop>(*server));
     RT_RETURN_IF_ERROR(

@@ -27,9 +27,13 @@ namespace roundtable::server {
 
 class Server {
  public:
+  // InvalidArgument unless `config` is one Listen takes (checked before
+  // anything is opened for it).
+  static absl::Status CheckConfig(const ServerConfig& config);
+
   // Listens on config.bind:config.port (port 0: one the kernel picks; see
-  // port()). `table` outlives the server. Unavailable when the address
-  // cannot be bound.
+  // port()). `table` outlives the server. CheckConfig's error, or
+  // Unavailable when the address cannot be bound.
   static absl::StatusOr<std::unique_ptr<Server>> Listen(Table* table,
                                                         ServerConfig config);
   ~Server();
