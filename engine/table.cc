@@ -105,6 +105,9 @@ absl::Status Table::Impl::Get(std::string_view key, std::string* value) {
   const uint64_t h = layout_.Hash(key);
   const uint64_t b = table_.BucketOf(h);
   if (const Record* r = FindInMemory(b, key, h)) {
+    if (internal::IsTombstone(r->value())) {
+      return absl::NotFoundError("key not found");
+    }
     return Resolve(r->value(), b, value);
   }
   table_.CountGetReads(1);
@@ -143,7 +146,7 @@ std::vector<absl::StatusOr<std::string>> Table::Impl::MultiGet(
     hash_of[i] = layout_.Hash(keys[i]);
     const uint64_t b = table_.BucketOf(hash_of[i]);
     if (const Record* r = FindInMemory(b, keys[i], hash_of[i])) {
-      out[i] = std::string(r->value());
+      if (!internal::IsTombstone(r->value())) out[i] = std::string(r->value());
       continue;
     }
     auto [it, added] = slot.emplace(b, buffers.size());

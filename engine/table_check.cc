@@ -35,7 +35,7 @@ absl::Status Table::Impl::CheckLocked(const CheckProgress& progress) {
   // the put reaches its block).
   std::vector<std::pair<internal::ValueRef, uint64_t>> refs;
   auto note_ref = [&](std::string_view value, uint64_t b) {
-    if (internal::IsReference(value)) {
+    if (internal::HasExtent(value)) {
       refs.push_back({internal::DecodeReference(value), b});
     }
   };
@@ -106,10 +106,12 @@ absl::Status Table::Impl::CheckLocked(const CheckProgress& progress) {
   // Buffered puts: each in the list of its own bucket, no key twice.
   const internal::LoggedStash& buffered_puts = buffer_.records();
   absl::flat_hash_set<std::string_view> buffered;
+  uint64_t tombstones = 0;
   buffered_puts.ForEachList([&](uint64_t b, const internal::Stash::List& list) {
     for (const internal::Stash::Entry& e : list) {
       const Record& r = e.record;
       if (!stray.ok()) return;
+      tombstones += internal::IsTombstone(r.value());
       if (table_.BucketOf(hash(r.key())) != b) {
         stray = fault("a buffered put in the list of bucket ", b,
                       " belongs to another bucket");
@@ -123,6 +125,10 @@ absl::Status Table::Impl::CheckLocked(const CheckProgress& progress) {
   if (!buffered_puts.lists().Consistent(hash)) {
     return fault(
         "the write buffer's filters or key hashes disagree with its lists");
+  }
+  if (tombstones != buffer_.deletes()) {
+    return fault("counted ", tombstones, " buffered deletes; the buffer says ",
+                 buffer_.deletes());
   }
   if (stash_records != stash.records() || stash_bytes != stash.bytes()) {
     return fault("counted ", stash_records, " stash records of ", stash_bytes,

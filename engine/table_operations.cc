@@ -133,6 +133,7 @@ absl::StatusOr<KeyLocation> Table::Impl::Locate(std::string_view key) {
   at.block = store_.PlaceOf(at.bucket);
   std::string value;
   if (const Record* r = buffer_.Find(at.bucket, key, at.hash)) {
+    if (internal::IsTombstone(r->value())) return at;  // deleted
     at.where = KeyLocation::Where::kWriteBuffer;
     value = r->value();
   } else if (const Record* r = table_.FindStashed(at.bucket, key, at.hash)) {
@@ -159,7 +160,8 @@ absl::StatusOr<uint64_t> Table::Impl::Count() {
   ReaderMutexLock lock(&mu_);
   RT_RETURN_IF_ERROR(CheckOpen());
   // A buffered put adds a record unless its key is stored already, in its
-  // bucket's stash list or block.
+  // bucket's stash list or block; a buffered delete takes one away if it
+  // is.
   uint64_t count = table_.record_count();
   absl::Status status;
   std::string scratch;
@@ -168,13 +170,16 @@ absl::StatusOr<uint64_t> Table::Impl::Count() {
         for (const internal::Stash::Entry& e : list) {
           if (!status.ok()) return;
           const std::string_view key = e.record.key();
-          if (table_.stash().Find(b, key, e.hash) != nullptr) continue;
-          absl::StatusOr<bool> stored =
-              store_.Find(b, key, internal::TagOf(e.hash), &scratch);
+          absl::StatusOr<bool> stored = true;
+          if (table_.stash().Find(b, key, e.hash) == nullptr) {
+            stored = store_.Find(b, key, internal::TagOf(e.hash), &scratch);
+          }
           if (!stored.ok()) {
             status = stored.status();
-          } else if (!*stored) {
-            ++count;
+          } else if (internal::IsTombstone(e.record.value())) {
+            count -= *stored;
+          } else {
+            count += !*stored;
           }
         }
       });
@@ -195,6 +200,7 @@ TableStats Table::Impl::GetStats() const {
   st.stash_bytes = table_.stash().bytes();
   st.buffered_records = buffer_.records().records();
   st.buffered_bytes = buffer_.records().bytes();
+  st.buffered_deletes = buffer_.deletes();
   st.data_bytes = table_.data_bytes();
   st.block_size = layout_.block_size;
   st.block_records = layout_.block_records;

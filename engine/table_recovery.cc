@@ -85,8 +85,8 @@ absl::StatusOr<Superblock> Table::Impl::ReadSuperblock(const std::string& path,
   return best;
 }
 
-// This build reads its format version and the one before, which lacks
-// only the value file: such a table opens as it is, and its next
+// This build reads its own format version and the older ones down to
+// kOldestFormatVersion: such a table opens as it is, and its next
 // checkpoint writes the current version.
 absl::Status Table::Impl::CheckFormatVersion(const std::string& path,
                                              const Superblock& sb) {
@@ -202,7 +202,7 @@ absl::Status Table::Impl::Recover(
   RT_RETURN_IF_ERROR(lay(/*block_file=*/true));
   recovered_journal_ = journal.has_value();
   RT_RETURN_IF_ERROR(table_.stash().Load(layout_, table_.mapping()));
-  RT_RETURN_IF_ERROR(buffer_.records().Load(layout_, table_.mapping()));
+  RT_RETURN_IF_ERROR(buffer_.Load(layout_, table_.mapping()));
   RT_RETURN_IF_ERROR(values_.Load(sb.value_units));
   // A record whose out-of-line values did not all reach the value file (a
   // power loss that kept its log record but not every value written

@@ -213,7 +213,9 @@ absl::Status SalvageFiles(RawTable& raw, Table& into,
                         internal::StashLog::Load(device, epoch, blocks, what,
                                                  &report->damaged_copy_blocks));
     for (const auto& [key, stored] : live) {
-      RT_RETURN_IF_ERROR(put(key, stored, 0));
+      // The write buffer's copy keeps a waiting delete as the tombstone.
+      RT_RETURN_IF_ERROR(internal::IsTombstone(stored) ? copy.Delete(key)
+                                                       : put(key, stored, 0));
     }
     return absl::OkStatus();
   };

@@ -42,7 +42,8 @@ absl::Status Table::Impl::CollectBucket(uint64_t b, std::vector<Record>* out,
     for (const internal::Stash::Entry& e : *list) out->push_back(e.record);
   }
   if (stored != nullptr) *stored = out->size();
-  // A buffered put replaces the stored record of its key.
+  // A buffered put replaces the stored record of its key; a buffered
+  // delete removes it.
   if (const internal::Stash::List* list = buffer_.ListOf(b)) {
     absl::flat_hash_set<std::string_view> buffered;
     for (const internal::Stash::Entry& e : *list) {
@@ -50,7 +51,9 @@ absl::Status Table::Impl::CollectBucket(uint64_t b, std::vector<Record>* out,
     }
     std::erase_if(*out,
                   [&](const Record& r) { return buffered.contains(r.key()); });
-    for (const internal::Stash::Entry& e : *list) out->push_back(e.record);
+    for (const internal::Stash::Entry& e : *list) {
+      if (!internal::IsTombstone(e.record.value())) out->push_back(e.record);
+    }
   }
   return absl::OkStatus();
 }

@@ -66,7 +66,7 @@ class BucketTable {
   // A stored value dropped from the table (the write buffer's too): its
   // extent, if it is a reference, is released.
   absl::Status ReleaseValue(std::string_view stored) {
-    if (!IsReference(stored)) return absl::OkStatus();
+    if (!HasExtent(stored)) return absl::OkStatus();
     return error_->Note(values_->Release(stored));
   }
 

@@ -15,10 +15,11 @@
 namespace roundtable::internal {
 
 inline constexpr uint32_t kSuperblockMagic = 0x42535452;  // "RTSB"
-inline constexpr uint32_t kFormatVersion = 10;
-// The oldest format this build opens: version 9 differs only in having no
-// block map (bucket b's block is block b + kHeaderBlocks of the block
-// file), version 8 also in having no reserved bucket count (none
+inline constexpr uint32_t kFormatVersion = 11;
+// The oldest format this build opens: version 10 differs only in that its
+// write buffer's copy holds no deletes (no tombstones), version 9 also in
+// having no block map (bucket b's block is block b + kHeaderBlocks of the
+// block file), version 8 also in having no reserved bucket count (none
 // reserved), version 7 also in having no value file (no out-of-line
 // values); their first checkpoint writes the current version.
 inline constexpr uint32_t kOldestFormatVersion = 7;

@@ -145,8 +145,9 @@ class ROUNDTABLE_HIDDEN Table::Impl {
   absl::Status CheckOpen() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckWritable() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // The record of `key` in the write buffer or the stash, or null: the
-  // records a read finds in memory, the buffer's first (a buffered put is
-  // newer than what its block or stash list holds).
+  // records a read finds in memory, the buffer's first (a buffered put or
+  // delete is newer than what its block or stash list holds; a delete's
+  // value is the tombstone).
   internal::Record* FindInMemory(uint64_t b, std::string_view key, uint64_t h)
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // BucketRecords' part under the lock.

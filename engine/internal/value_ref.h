@@ -63,6 +63,25 @@ inline std::string EncodeReference(const ValueRef& ref) {
   return out;
 }
 
+// A delete waiting in the write buffer (docs/format.md, "Write buffer
+// copy") is kept there as a record whose stored value is the tombstone: a
+// reference to unit 2^64 - 1 of no length, where no extent can lie, so no
+// value a user writes is ever stored as it (a value of a reference's form
+// is stored out of line, and its reference names a real extent).
+inline constexpr uint64_t kTombstoneUnit = ~uint64_t{0};
+inline std::string_view Tombstone() {
+  static const std::string tombstone = EncodeReference({kTombstoneUnit, 0, 0});
+  return tombstone;
+}
+inline bool IsTombstone(std::string_view stored) {
+  return IsReference(stored) && GetFixed64(stored.data() + 8) == kTombstoneUnit;
+}
+// Whether a stored value names an extent of the value file: a reference,
+// not the tombstone.
+inline bool HasExtent(std::string_view stored) {
+  return IsReference(stored) && !IsTombstone(stored);
+}
+
 // REQUIRES: IsReference(stored).
 inline ValueRef DecodeReference(std::string_view stored) {
   return {GetFixed64(stored.data() + 8), GetFixed64(stored.data() + 16),

@@ -101,7 +101,7 @@ absl::StatusOr<std::string> ValueStore::Write(const Extent& e,
 }
 
 absl::Status ValueStore::Claim(std::string_view stored) {
-  if (!IsReference(stored)) return absl::OkStatus();
+  if (!HasExtent(stored)) return absl::OkStatus();
   const ValueRef ref = DecodeReference(stored);
   if (ref.length == 0 || ref.length > kMaxValueBytes) {
     return absl::DataLossError(
@@ -116,7 +116,7 @@ absl::Status ValueStore::Claim(std::string_view stored) {
 }
 
 absl::Status ValueStore::Release(std::string_view stored) {
-  if (!IsReference(stored)) return absl::OkStatus();
+  if (!HasExtent(stored)) return absl::OkStatus();
   const ValueRef ref = DecodeReference(stored);
   const Extent e = ref.extent(unit_);
   RT_RETURN_IF_ERROR(map_.Release(e));

@@ -24,32 +24,58 @@ WriteBuffer::WriteBuffer(uint64_t limit_bytes, uint64_t held_limit,
 }
 
 absl::Status WriteBuffer::Put(std::string_view key, std::string_view value) {
+  return Buffer(key, value);
+}
+
+absl::Status WriteBuffer::Delete(std::string_view key) {
+  return Buffer(key, Tombstone());
+}
+
+absl::Status WriteBuffer::Buffer(std::string_view key,
+                                 std::string_view stored) {
   const uint64_t h = table_->Hash(key);
   const uint64_t b = table_->BucketOf(h);
-  if (Record* buffered = buffer_.Find(b, key, h)) {
+  Record* buffered = buffer_.Find(b, key, h);
+  if (buffered != nullptr) {
     RT_RETURN_IF_ERROR(table_->ReleaseValue(buffered->value()));
-    RT_RETURN_IF_ERROR(error_->Note(buffer_.Replace(buffered, value)));
-  } else if (limit_ > 0 && !EditsInPlace(b) &&
-             table_->FindStashed(b, key, h) == nullptr) {
-    RT_RETURN_IF_ERROR(error_->Note(buffer_.Put(b, h, Record(key, value))));
-  } else {
-    return table_->Put(key, value, h);
+    deletes_ -= IsTombstone(buffered->value());
   }
-  if (buffer_.ListOf(b)->size() * EncodedSize(key, value) >=
-      table_->layout().payload()) {
+  const bool waits = limit_ > 0 && !EditsInPlace(b) &&
+                     table_->FindStashed(b, key, h) == nullptr;
+  if (buffered != nullptr && (waits || !IsTombstone(stored))) {
+    // A key buffered already takes the new value or tombstone here.
+    deletes_ += IsTombstone(stored);
+    RT_RETURN_IF_ERROR(error_->Note(buffer_.Replace(buffered, stored)));
+  } else if (waits) {
+    deletes_ += IsTombstone(stored);
+    RT_RETURN_IF_ERROR(error_->Note(buffer_.Put(b, h, Record(key, stored))));
+  } else {
+    // A delete that goes on to its block drops the key's buffered put.
+    if (buffered != nullptr) {
+      RT_RETURN_IF_ERROR(error_->Note(buffer_.Remove(b, key).status()));
+    }
+    return IsTombstone(stored) ? table_->Delete(key, h)
+                               : table_->Put(key, stored, h);
+  }
+  // A tombstone adds nothing to its block: only puts fill it.
+  if (!IsTombstone(stored) &&
+      buffer_.ListOf(b)->size() * EncodedSize(key, stored) >=
+          table_->layout().payload()) {
     RT_RETURN_IF_ERROR(DrainBucket(b));
   }
   return MaybeDrain();
 }
 
-absl::Status WriteBuffer::Delete(std::string_view key) {
-  const uint64_t h = table_->Hash(key);
-  const uint64_t b = table_->BucketOf(h);
-  if (const Record* buffered = buffer_.Find(b, key, h)) {
-    RT_RETURN_IF_ERROR(table_->ReleaseValue(buffered->value()));
-    RT_RETURN_IF_ERROR(error_->Note(buffer_.Remove(b, key).status()));
-  }
-  return table_->Delete(key, h);
+absl::Status WriteBuffer::Load(const Layout& layout,
+                              const mapping::RoundMapping& mapping) {
+  RT_RETURN_IF_ERROR(buffer_.Load(layout, mapping));
+  deletes_ = 0;
+  buffer_.ForEachList([&](uint64_t, const Stash::List& list) {
+    for (const Stash::Entry& e : list) {
+      deletes_ += IsTombstone(e.record.value());
+    }
+  });
+  return absl::OkStatus();
 }
 
 absl::Status WriteBuffer::Settle() {
@@ -149,12 +175,17 @@ absl::Status WriteBuffer::DrainBucket(uint64_t b) {
   // takes is copied there, and the drained ones are kept until it is done.
   const bool keep = buffer_.snapshotting();
   absl::Status s;
+  for (const Stash::Entry& e : taken) {
+    deletes_ -= IsTombstone(e.record.value());
+  }
   for (Stash::Entry& e : taken) {
     Record& r = e.record;
     s = error_->Note(buffer_.LogRemoved(r.key()));
     if (s.ok()) {
       s = error_->Note(
-          table_->Put(r.key(), r.value(), e.hash, keep ? nullptr : &r));
+          IsTombstone(r.value())
+              ? table_->Delete(r.key(), e.hash)
+              : table_->Put(r.key(), r.value(), e.hash, keep ? nullptr : &r));
     }
     if (!s.ok()) break;
     KillPoint("buffer: put drained");

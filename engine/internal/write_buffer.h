@@ -1,10 +1,10 @@
-// The write buffer (Options::write_buffer_bytes): puts whose block is not in
-// memory wait here, by bucket, reading nothing, with a persistent copy in
-// the table's `buffer` file; its drain policy applies them to their blocks
-// through the BucketTable a bucket at a time, so that one block read and
-// write serves every put a bucket gathered. It is the way down for every
-// put and delete of a write: what it does not keep goes on to the
-// BucketTable.
+// The write buffer (Options::write_buffer_bytes): puts and deletes whose
+// block is not in memory wait here, by bucket, reading nothing, with a
+// persistent copy in the table's `buffer` file; its drain policy applies
+// them to their blocks through the BucketTable a bucket at a time, so that
+// one block read and write serves every put and delete a bucket gathered.
+// It is the way down for every put and delete of a write: what it does not
+// keep goes on to the BucketTable.
 //
 // It observes the BucketTable's distributes: buffered puts of the buckets a
 // distribute moves follow their keys to their new buckets, and buckets it
@@ -27,6 +27,7 @@
 #include "engine/internal/bucket_table.h"
 #include "engine/internal/logged_stash.h"
 #include "engine/internal/superblock.h"
+#include "engine/internal/value_ref.h"
 #include "io/base/first_error.h"
 
 namespace roundtable::internal {
@@ -55,18 +56,24 @@ class WriteBuffer final : public DistributeObserver {
   }
   // A put waits in the buffer, reading nothing, unless it edits its block
   // in place (EditsInPlace) or its key is in the stash; a key already
-  // buffered takes the new value here. A bucket whose buffered puts would
-  // fill its block is drained at once: one read and write for a block's
-  // worth.
+  // buffered takes the new value here. A bucket whose buffered records
+  // would fill its block is drained at once: one read and write for a
+  // block's worth.
   absl::Status Put(std::string_view key, std::string_view value);
-  // A buffered put of the key is dropped, and so is the record stored in
-  // its block or stash list.
+  // A delete waits the same way, as a record whose value is the tombstone
+  // (value_ref.h), reading nothing: its drain removes the key's stored
+  // record. One that goes on to its block (or the stash) drops the key's
+  // buffered record there and then.
   absl::Status Delete(std::string_view key);
   // Deletes, and smaller values (also those of drained puts), may leave
   // the data small enough to release buckets; a release rebuilds blocks
   // whose buffered puts then go in, which may release more. Each round
   // drains buffered puts or uses up the write's drains, so this ends.
   absl::Status Settle();
+
+  // Fills the buffer from its copy (LoggedStash::Load).
+  absl::Status Load(const Layout& layout,
+                    const mapping::RoundMapping& mapping);
 
   // Applies the buffered puts of the next bucket, in a sweep over the
   // buckets, that has any. REQUIRES: !empty().
@@ -81,9 +88,11 @@ class WriteBuffer final : public DistributeObserver {
   // blocks' budget most puts join it), where its list is.
   void Prefetch(uint64_t b) const { buffer_.Prefetch(b, limit_ > 0); }
   bool empty() const { return buffer_.empty(); }
-  // The buffered puts and their copy.
+  // The buffered puts and deletes, and their copy.
   const LoggedStash& records() const { return buffer_; }
   LoggedStash& records() { return buffer_; }
+  // Of the buffered records, the deletes (tombstones).
+  uint64_t deletes() const { return deletes_; }
   // The memory the buffer takes: its records' encoded bytes and their
   // overhead (kRecordOverhead each).
   uint64_t memory_bytes() const {
@@ -106,6 +115,8 @@ class WriteBuffer final : public DistributeObserver {
   static constexpr size_t kRebuiltDrainsPerOp = 4;
 
  private:
+  // Put and Delete: `stored` is the value, or the tombstone.
+  absl::Status Buffer(std::string_view key, std::string_view stored);
   // Whether a put edits bucket b's block rather than wait here: when the
   // block is held (it is written anyway), or cached while the whole table
   // fits in the held blocks' budget (then the checkpoints come seldom
@@ -123,7 +134,7 @@ class WriteBuffer final : public DistributeObserver {
   // wait for the next writes (in a growing table with a full buffer the
   // chain would otherwise drain most of the buffer inside one write).
   absl::Status DrainRebuilt();
-  // Applies every buffered put of bucket b to its block.
+  // Applies every buffered put and delete of bucket b to its block.
   absl::Status DrainBucket(uint64_t b);
   // The first bucket from `from` on (in a cycle over the m buckets) with
   // buffered puts. REQUIRES: !empty().
@@ -150,6 +161,7 @@ class WriteBuffer final : public DistributeObserver {
   size_t rebuilt_drains_left_ = 0;
   uint64_t drains_ = 0;
   uint64_t distribute_drains_ = 0;
+  uint64_t deletes_ = 0;  // deletes()
 };
 
 }  // namespace roundtable::internal

@@ -53,6 +53,7 @@ py::dict StatsDict(const TableStats& s) {
   d["stash_records"] = s.stash_records;
   d["stash_bytes"] = s.stash_bytes;
   d["buffered_records"] = s.buffered_records;
+  d["buffered_deletes"] = s.buffered_deletes;
   d["buffered_bytes"] = s.buffered_bytes;
   d["data_bytes"] = s.data_bytes;
   d["block_size"] = s.block_size;

@@ -262,7 +262,8 @@ std::string StatsJson(const TableStats& s, uint64_t records,
       "{\"buckets\":%d,\"min_buckets\":%d,\"records\":%d,"
       "\"stored_records\":%d,"
       "\"stash_records\":%d,"
-      "\"stash_bytes\":%d,\"buffered_records\":%d,\"buffered_bytes\":%d,"
+      "\"stash_bytes\":%d,\"buffered_records\":%d,\"buffered_deletes\":%d,"
+      "\"buffered_bytes\":%d,"
       "\"block_size\":%d,\"s0\":%d,\"epsilon\":%g,"
       "\"data_bytes\":%d,\"utilization\":%.6f,\"file_bytes\":%d,"
       "\"logical\":{\"get_block_reads\":%d,\"put_block_reads\":%d,"
@@ -282,7 +283,8 @@ std::string StatsJson(const TableStats& s, uint64_t records,
       "\"physical_write_buffer_copy\":%s,\"physical_values\":%s,"
       "\"physical_spacemap\":%s,\"physical_blockmap\":%s}",
       s.buckets, s.min_buckets, records, s.records, s.stash_records,
-      s.stash_bytes, s.buffered_records, s.buffered_bytes, s.block_size, s.s0,
+      s.stash_bytes, s.buffered_records, s.buffered_deletes, s.buffered_bytes,
+      s.block_size, s.s0,
       s.epsilon, s.data_bytes, s.utilization, file_bytes, l.get_reads,
       l.put_reads, l.put_writes, l.delete_reads, l.delete_writes, l.grow_reads,
       l.grow_writes, l.shrink_reads, l.shrink_writes, l.stash_copy_writes,
@@ -306,15 +308,15 @@ absl::Status RunStats(const std::string& dir, bool json, std::ostream& out) {
   } else {
     out << absl::StrFormat(
         "records        %d\nbuckets        %d\nstash records  %d (%.4f%%)\n"
-        "buffered puts  %d\n"
+        "buffered       %d (%d deletes)\n"
         "data bytes     %d\nutilization    %.4f\nblock size     %d\n"
         "s0             %d\nepsilon        %g\n"
         "large values   %d (%d bytes, out of line)\n"
         "value file     %d bytes (%d free)\nfile bytes     %d\n",
         records, s.buckets, s.stash_records,
         records ? 100.0 * s.stash_records / records : 0.0, s.buffered_records,
-        s.data_bytes, s.utilization, s.block_size, s.s0, s.epsilon,
-        s.value_count, s.value_bytes, s.value_file_bytes, s.value_free_bytes,
+        s.buffered_deletes, s.data_bytes, s.utilization, s.block_size, s.s0,
+        s.epsilon, s.value_count, s.value_bytes, s.value_file_bytes, s.value_free_bytes,
         bytes);
   }
   return table->Close();
@@ -350,9 +352,9 @@ absl::Status RunCheck(const std::string& dir, bool json, std::ostream& out) {
   RT_RETURN_IF_ERROR(checked);
   if (json) return table->Close();
   out << absl::StrFormat(
-      "ok: %d records in %d buckets (%d in the stash, %d puts in the "
-      "write buffer), %d values out of line, every checksum and placement "
-      "verified\n",
+      "ok: %d records in %d buckets (%d in the stash, %d puts and deletes "
+      "in the write buffer), %d values out of line, every checksum and "
+      "placement verified\n",
       *records, s.buckets, s.stash_records, s.buffered_records, s.value_count);
   return table->Close();
 }

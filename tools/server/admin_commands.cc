@@ -2,6 +2,7 @@
 // HELLO, CLIENT, COMMAND, CONFIG and INFO (docs/server.md).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <utility>
@@ -113,6 +114,7 @@ std::vector<InfoSection> InfoSections(Call& c) {
        {{"buckets", n(t.buckets)},
         {"records", n(t.records)},
         {"buffered_records", n(t.buffered_records)},
+        {"buffered_deletes", n(t.buffered_deletes)},
         {"stash_records", n(t.stash_records)},
         {"block_size", n(t.block_size)},
         {"utilization", n(t.utilization)},
@@ -137,7 +139,11 @@ std::vector<InfoSection> InfoSections(Call& c) {
       {"cluster", "Cluster", {{"cluster_enabled", config.cluster ? "1" : "0"}}},
       {"keyspace", "Keyspace", {}},
   };
-  const uint64_t keys = t.records + t.buffered_records;
+  // An estimate while writes wait in the write buffer (DBSIZE is exact):
+  // the stored records, plus the puts waiting, less the deletes.
+  const uint64_t puts = t.buffered_records - t.buffered_deletes;
+  const uint64_t keys =
+      t.records + puts - std::min(t.records + puts, t.buffered_deletes);
   if (keys > 0) {
     sections.back().fields.emplace_back(
         "db0", absl::StrCat("keys=", keys, ",expires=0,avg_ttl=0"));

@@ -86,19 +86,19 @@ struct Options {
   // (or of checkpoint_bytes, if larger): their space is reused only after
   // the next checkpoint.
   uint64_t value_checkpoint_bytes = uint64_t{1} << 30;
-  // A put whose block is not held (and whose key is not in the stash)
-  // waits in the write buffer, reading nothing, where it would make a
-  // block dirty for one record; a bucket whose buffered puts would fill its
-  // block is drained at once. The buffer has a
-  // copy in its own file, written at checkpoints as the stash copy is, so
-  // that it outlives the log. While the buffer's records (their encoded
-  // bytes and 32 bytes each besides: the record's entry in the buffer's
-  // hash map, with its key hash, and its bucket) pass this, the puts of one bucket after another, in a sweep over the
-  // buckets, are applied to their blocks: one block read and write for all
-  // the puts a bucket gathered since the sweep last passed it, where each
-  // put would read and write it once. Reads look in the buffer first.
-  // Table::Flush applies them all. 0: no buffer, every put edits its block
-  // at once. Ignored (no buffer) in memory.
+  // A put or delete whose block is not held (and whose key is not in the stash)
+  // waits in the write buffer, reading nothing, where it would make a block
+  // dirty for one record (a delete as a tombstone of its key); a bucket whose
+  // buffered records would fill its block is drained at once. The buffer has a
+  // copy in its own file, written at checkpoints as the stash copy is, so that
+  // it outlives the log. While the buffer's records (their encoded bytes and 32
+  // bytes each besides: the record's entry in the buffer's hash map, with its
+  // key hash, and its bucket) pass this, the puts of one bucket after another,
+  // in a sweep over the buckets, are applied to their blocks: one block read
+  // and write for all the puts a bucket gathered since the sweep last passed
+  // it, where each put would read and write it once. Reads look in the buffer
+  // first. Table::Flush applies them all. 0: no buffer, every put edits its
+  // block at once. Ignored (no buffer) in memory.
   uint64_t write_buffer_bytes = 64 << 20;
   // kMemory: the table lives in memory only, with no files or directory
   // (the path is only a name) and no write-ahead log; Open always creates
@@ -168,10 +168,12 @@ struct TableStats {
   uint64_t records = 0;
   uint64_t stash_records = 0;
   uint64_t stash_bytes = 0;
-  // Puts waiting in the write buffer (Options::write_buffer_bytes), not
-  // counted in `records` and `data_bytes` until they reach their blocks
-  // (some of them replace a stored record).
+  // Puts and deletes waiting in the write buffer (Options::
+  // write_buffer_bytes), not counted in `records` and `data_bytes` until
+  // they reach their blocks (some puts replace a stored record; a delete
+  // removes one if its key is stored).
   uint64_t buffered_records = 0;
+  uint64_t buffered_deletes = 0;  // of buffered_records, the deletes
   uint64_t buffered_bytes = 0;
   uint64_t data_bytes = 0;  // encoded bytes of all records in blocks or stash
   uint32_t block_size = 0;

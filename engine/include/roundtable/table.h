@@ -178,8 +178,10 @@ class ROUNDTABLE_EXPORT Table {
                    const WriteOptions& options = {});
 
   // Removes `key`; an absent key is not an error. Reads and writes the key's
-  // block once (nothing when the key is in the stash); may then release a
-  // bucket (one distribute backwards).
+  // block once (nothing when the key is in the stash), or, where a put
+  // would, waits in the write buffer, reading nothing (Options::
+  // write_buffer_bytes); may then release a bucket (one distribute
+  // backwards).
   absl::Status Delete(std::string_view key, const WriteOptions& options = {});
 
   // Applies the batch's puts and deletes in order. Every record is checked
@@ -277,11 +279,12 @@ class ROUNDTABLE_EXPORT Table {
   // exact.
   TableStats GetStats() const;
 
-  // The exact number of records: those in blocks and the stash plus the
+  // The exact number of records: those in blocks and the stash, plus the
   // buffered puts (TableStats::buffered_records) whose keys are not stored
-  // yet. Costs a lookup of each buffered put's key: the block of its
-  // bucket is read unless it is in memory (held or cached), so up to one
-  // block read per buffered put; nothing more without a write buffer.
+  // yet, less the buffered deletes whose keys are. Costs a lookup of each
+  // buffered key: the block of its bucket is read unless it is in memory
+  // (held or cached), so up to one block read per buffered record;
+  // nothing more without a write buffer.
   // FailedPrecondition on a closed table; DataLoss as Get.
   absl::StatusOr<uint64_t> Count();
 
