@@ -58,8 +58,10 @@ struct EngineParts {
   std::optional<std::string> Lookup(std::string_view key) {
     const uint64_t h = table->Hash(key);
     const uint64_t b = table->BucketOf(h);
-    if (const Record* r = buffer->Find(b, key, h))
+    if (const Record* r = buffer->Find(b, key, h)) {
+      if (IsTombstone(r->value())) return std::nullopt;  // a delete waits
       return std::string(r->value());
+    }
     if (const Record* r = table->FindStashed(b, key, h)) {
       return std::string(r->value());
     }
