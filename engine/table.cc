@@ -598,6 +598,10 @@ std::vector<absl::StatusOr<std::string>> Table::MultiGet(
   return impl_->MultiGet(keys);
 }
 
+void Table::Preload(std::span<const std::string_view> keys) {
+  impl_->Preload(keys);
+}
+
 absl::Status Table::Close() { return impl_->Close(); }
 
 absl::Status Table::Check(const CheckProgress& progress) {

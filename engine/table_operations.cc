@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "engine/internal/kill_points.h"
 #include "engine/internal/table_impl.h"
@@ -154,6 +155,22 @@ absl::StatusOr<KeyLocation> Table::Impl::Locate(std::string_view key) {
     at.value_bytes = ref.length;
   }
   return at;
+}
+
+void Table::Impl::Preload(std::span<const std::string_view> keys) {
+  ReaderMutexLock lock(&mu_);
+  if (!CheckOpen().ok()) return;
+  absl::InlinedVector<uint64_t, 32> buckets;
+  for (const std::string_view key : keys) {
+    const uint64_t h = layout_.Hash(key);
+    const uint64_t b = table_.BucketOf(h);
+    if (FindInMemory(b, key, h) == nullptr) buckets.push_back(b);
+  }
+  std::sort(buckets.begin(), buckets.end());
+  buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
+  // A hint: a block that fails here is read again by its Get, which
+  // reports the error.
+  store_.Preload(buckets).IgnoreError();
 }
 
 absl::StatusOr<uint64_t> Table::Impl::Count() {

@@ -21,8 +21,8 @@
 //
 // Thread-safety: the table's writer lock for the methods that change blocks
 // (Edit, Rebuild, Unhold, Resize, RefreshFilters); the reads
-// (Find, Load, ReadBlocks, InMemory) may run concurrently with each other
-// under its reader lock.
+// (Find, Load, ReadBlocks, Preload, InMemory) may run concurrently with
+// each other under its reader lock.
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_BUCKET_STORE_H_
 #define ROUNDTABLE_ENGINE_INTERNAL_BUCKET_STORE_H_
 
@@ -117,9 +117,9 @@ class BucketStore {
 
   // Reads the blocks of `buckets` that are not in memory in one batch (one
   // submission), each into a slot the cache lends, verified, and caches
-  // them where they lie, so that editing each next
-  // reads nothing: for a sweep of edits over blocks mostly on the device
-  // (the write buffer's drains). A hint: nothing when the cache is off or
+  // them where they lie, so that editing or finding in each next reads
+  // nothing: for a sweep of edits over blocks mostly on the device (the
+  // write buffer's drains), or the reads of a pipeline of Gets. A hint: nothing when the cache is off or
   // at most one block is missing, and a small cache may evict them first.
   absl::Status Preload(std::span<const uint64_t> buckets);
 

@@ -102,6 +102,8 @@ class ROUNDTABLE_HIDDEN Table::Impl {
       ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<absl::StatusOr<std::string>> MultiGet(
       std::span<const std::string_view> keys) ABSL_LOCKS_EXCLUDED(mu_);
+  void Preload(std::span<const std::string_view> keys)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // The records of bucket b (block, then stash list, with buffered puts
   // replacing the stored records of their keys) into *out; *past_end when
   // b >= m. With `damaged` (salvage), a block that fails its checksum is

@@ -567,6 +567,19 @@ bool Commands::Execute(Session& session,
   return call.wrote;
 }
 
+std::string_view Commands::ReadAheadKey(
+    std::span<const std::string_view> args) {
+  if (args.size() != 2 || args[0].size() != 3) return {};
+  return absl::EqualsIgnoreCase(AV(args[0]), "get") ? args[1]
+                                                     : std::string_view();
+}
+
+void Commands::ReadAhead(const Session& session,
+                         std::span<const std::string_view> keys) {
+  if (!config_->requirepass.empty() && !session.authenticated) return;
+  table_->Preload(keys);
+}
+
 bool Commands::GlobMatch(std::string_view pattern, std::string_view text,
                          bool nocase) {
   auto fold = [nocase](char ch) {

@@ -163,6 +163,15 @@ class Commands {
   bool Execute(Session& session, std::span<const std::string_view> args,
                std::string* out, LoopCounters& counters, Turn& turn);
 
+  // Reading ahead of a pipeline: the key whose block a request reads (a
+  // GET's), or empty; then, for `session`, the blocks of such keys of the
+  // next requests read into the table's cache in one batch (Table::
+  // Preload), so that each GET then finds its block in memory. Nothing
+  // for a session that has not authenticated where a password is set.
+  static std::string_view ReadAheadKey(std::span<const std::string_view> args);
+  void ReadAhead(const Session& session,
+                 std::span<const std::string_view> keys);
+
   // Redis's glob: * ? [abc] [^a-z] and \ to escape, on bytes.
   static bool GlobMatch(std::string_view pattern, std::string_view text,
                         bool nocase = false);

@@ -79,6 +79,13 @@ class Server::Loop {
   // Reads what the client sent and runs its whole requests.
   void Read(Connection& c);
   void RunRequests(Connection& c);
+  // Before the request parsed into c.request runs, when more requests
+  // follow it in `rest`: parses up to kReadAhead - 1 of them and reads the
+  // blocks of the GETs' keys among all these in one batch
+  // (Commands::ReadAhead). Returns the number of requests of `rest` it
+  // parsed.
+  size_t ReadAhead(Connection& c, std::string_view rest);
+  static constexpr size_t kReadAhead = 32;
   // Writes what the client has waiting; false when it closed.
   bool Flush(Connection& c);
   void Close(Connection& c);
@@ -95,6 +102,10 @@ class Server::Loop {
   std::vector<std::unique_ptr<Connection>> adopted_;
   // What one recv takes from a client, unless a request needs more.
   char receive_[16 << 10];
+  // ReadAhead's parser and the keys it gathers.
+  RequestParser ahead_parser_{config_.limits};
+  Request ahead_request_;
+  std::vector<std::string_view> ahead_keys_;
   // Whether a command changed the table since the last sync (kAlways
   // syncs it before any reply goes).
   bool wrote_ = false;
@@ -372,6 +383,7 @@ void Server::Loop::Read(Connection& c) {
 
 void Server::Loop::RunRequests(Connection& c) {
   Commands::Turn turn(server_.commands_);
+  size_t read_ahead = 0;  // requests parsed ahead and not yet run
   while (!c.paused && !c.closing) {
     const std::string_view pending =
         std::string_view(c.in).substr(c.in_start);
@@ -393,6 +405,11 @@ void Server::Loop::RunRequests(Connection& c) {
       break;
     }
     c.needed = 0;
+    if (read_ahead > 0) {
+      --read_ahead;
+    } else if (pending.size() > c.parser.consumed()) {
+      read_ahead = ReadAhead(c, pending.substr(c.parser.consumed()));
+    }
     if (!c.request.empty()) {
       if (server_.commands_.Execute(c.session, c.request.args(), &c.out,
                                     counters, turn)) {
@@ -411,6 +428,33 @@ void Server::Loop::RunRequests(Connection& c) {
     c.in.erase(0, c.in_start);
     c.in_start = 0;
   }
+}
+
+size_t Server::Loop::ReadAhead(Connection& c, std::string_view rest) {
+  ahead_keys_.clear();
+  // A key of an inline request may lie in the request's own storage,
+  // which the next parse reuses: only those in the client's bytes.
+  const std::string_view bytes = c.in;
+  auto gather = [&](const Request& request) {
+    const std::string_view key = Commands::ReadAheadKey(request.args());
+    if (!key.empty() && key.data() >= bytes.data() &&
+        key.data() + key.size() <= bytes.data() + bytes.size()) {
+      ahead_keys_.push_back(key);
+    }
+  };
+  gather(c.request);
+  size_t parsed = 0;
+  while (parsed + 1 < kReadAhead &&
+         ahead_parser_.Parse(rest, &ahead_request_) ==
+             RequestParser::Outcome::kRequest) {
+    ++parsed;
+    gather(ahead_request_);
+    rest.remove_prefix(ahead_parser_.consumed());
+  }
+  if (ahead_keys_.size() > 1) {
+    server_.commands_.ReadAhead(c.session, ahead_keys_);
+  }
+  return parsed;
 }
 
 bool Server::Loop::Flush(Connection& c) {

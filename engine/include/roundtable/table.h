@@ -197,6 +197,15 @@ class ROUNDTABLE_EXPORT Table {
   std::vector<absl::StatusOr<std::string>> MultiGet(
       std::span<const std::string_view> keys);
 
+  // Reads the blocks of `keys` that no memory holds (not the write buffer,
+  // the stash, the held blocks or the cache) into the block cache, each
+  // distinct block once, all in one batch submission, so that the Gets of
+  // those keys that follow find them in memory: a server does this ahead
+  // of a pipeline of Gets. A hint: nothing without a block cache, or for
+  // fewer than two blocks; a block that fails to read is left to the Get
+  // that needs it, which reports the error.
+  void Preload(std::span<const std::string_view> keys);
+
   // A walk over every record; see Iterator.
   std::unique_ptr<Iterator> NewIterator();
 

@@ -417,6 +417,45 @@ class ServerTest(unittest.TestCase):
             self.assertEqual(r.get("k2999"), b"2999" * 20)
             self.assertIn("table closed", s.stop())
 
+    def test_pipelined_gets_read_their_blocks_ahead_in_one_batch(self):
+        flags = ("--cache_mb=1", "--write_buffer_mb=0")
+        s = self.start(*flags)
+        r = s.client()
+        with r.pipeline(transaction=False) as p:
+            for i in range(20000):
+                p.set(f"key{i}", "v" * 20)
+            p.execute()
+        self.assertIn("table closed", s.stop())
+        # Open again with an empty cache: 32 pipelined GETs of keys whose
+        # blocks only the file holds. Their blocks are read ahead, in one
+        # batch, before the first GET runs: every GET then finds its block
+        # in the cache (without reading ahead, each distinct block would
+        # be a miss of its first GET).
+        s = self.start(*flags)
+        r = s.client()
+
+        def table():
+            info = r.info("table")
+            return info["cache_hits"], info["block_file_blocks_read"]
+
+        hits, read = table()
+        keys = [f"key{i}" for i in range(0, 20000, 613)][:32]  # one batch
+        with r.pipeline(transaction=False) as p:
+            for key in keys:
+                p.get(key)
+            self.assertEqual(p.execute(), [b"v" * 20] * len(keys))
+        hits_after, read_after = table()
+        self.assertGreaterEqual(read_after - read, 16)  # distinct blocks
+        self.assertGreaterEqual(hits_after - hits, len(keys))
+        # Absent keys and other commands between the GETs change nothing
+        # of what each reply is.
+        with r.pipeline(transaction=False) as p:
+            for i, key in enumerate(keys):
+                p.get(key)
+                p.get(f"absent{i}")
+                p.strlen(key)
+            self.assertEqual(p.execute(), [b"v" * 20, None, 20] * len(keys))
+
     def stats(self, path):
         out = subprocess.run([CLI, "stats", path, "--json"],
                              capture_output=True, text=True, timeout=60)
