@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -435,10 +436,11 @@ size_t Server::Loop::ReadAhead(Connection& c, std::string_view rest) {
   // A key of an inline request may lie in the request's own storage,
   // which the next parse reuses: only those in the client's bytes.
   const std::string_view bytes = c.in;
+  const std::less_equal<const char*> at_or_before;
   auto gather = [&](const Request& request) {
     const std::string_view key = Commands::ReadAheadKey(request.args());
-    if (!key.empty() && key.data() >= bytes.data() &&
-        key.data() + key.size() <= bytes.data() + bytes.size()) {
+    if (!key.empty() && at_or_before(bytes.data(), key.data()) &&
+        at_or_before(key.data() + key.size(), bytes.data() + bytes.size())) {
       ahead_keys_.push_back(key);
     }
   };
