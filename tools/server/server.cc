@@ -80,8 +80,9 @@ class Server::Loop {
   // Reads what the client sent and runs its whole requests.
   void Read(Connection& c);
   void RunRequests(Connection& c);
-  // Before the request parsed into c.request runs, when more requests
-  // follow it in `rest`: parses up to kReadAhead - 1 of them and reads the
+  // Before the request parsed into c.request runs, when it is a GET and
+  // more requests follow it in `rest` (a pipeline of other commands is
+  // not parsed twice): parses up to kReadAhead - 1 of them and reads the
   // blocks of the GETs' keys among all these in one batch
   // (Commands::ReadAhead). Returns the number of requests of `rest` it
   // parsed.
@@ -408,7 +409,8 @@ void Server::Loop::RunRequests(Connection& c) {
     c.needed = 0;
     if (read_ahead > 0) {
       --read_ahead;
-    } else if (pending.size() > c.parser.consumed()) {
+    } else if (pending.size() > c.parser.consumed() &&
+               !Commands::ReadAheadKey(c.request.args()).empty()) {
       read_ahead = ReadAhead(c, pending.substr(c.parser.consumed()));
     }
     if (!c.request.empty()) {
