@@ -121,6 +121,9 @@ void rt_options_set_checkpoint_bytes(rt_options* o, uint64_t v) {
 void rt_options_set_write_buffer_bytes(rt_options* o, uint64_t v) {
   o->options.write_buffer_bytes = v;
 }
+void rt_options_set_memory_bytes(rt_options* o, uint64_t v) {
+  o->options.memory_bytes = v;
+}
 void rt_options_set_value_checkpoint_bytes(rt_options* o, uint64_t v) {
   o->options.value_checkpoint_bytes = v;
 }

@@ -30,8 +30,17 @@ uint64_t HeldLimit(const Options& o) {
   return std::max(o.checkpoint_bytes, o.block_cache_bytes);
 }
 
+// Of one memory budget (Options::memory_bytes), the write buffer's share
+// at most: its records, and room for their copy as much again, leave the
+// cache at least half.
+constexpr uint64_t kBufferShare = 4;
+
 // `o` with its defaults that depend on other options made explicit.
 Options Resolved(Options o) {
+  if (o.memory_bytes != 0) {
+    o.block_cache_bytes = o.memory_bytes;
+    o.write_buffer_bytes = o.memory_bytes / kBufferShare;
+  }
   if (o.checkpoint_bytes == 0) {
     o.checkpoint_bytes =
         std::max(Options::kMinCheckpointBytes, o.block_cache_bytes);
@@ -355,6 +364,7 @@ absl::Status Table::Impl::Flush() {
   // Puts that replaced larger records may leave buckets to release.
   RT_RETURN_IF_ERROR(error_.Note(table_.MaybeShrink()));
   store_.RefreshFilters();
+  ShareMemory();  // the buffer empty: the cache takes the whole budget
   return absl::OkStatus();
 }
 
@@ -404,8 +414,31 @@ absl::Status Table::Impl::CloseLocked() {
   return s;
 }
 
-absl::Status Table::Impl::MaybeWriteAhead() {
+uint64_t Table::Impl::HeldBudget() const {
   const uint64_t limit = HeldLimit(options_);
+  if (options_.memory_bytes == 0) return limit;
+  return std::min(limit, store_.cache_usable_bytes());
+}
+
+void Table::Impl::ShareMemory() {
+  const uint64_t budget = options_.memory_bytes;
+  if (budget == 0 || in_memory_) return;
+  // In steps of a 32nd of the budget (2 MiB at most: a huge page of the
+  // cache's arena), the cache taking a step back only once the buffer has
+  // left it two, so that a buffer at its limit does not move it to and fro.
+  const uint64_t step =
+      std::clamp<uint64_t>(budget / 32, layout_.block_size, 2 << 20);
+  const uint64_t buffer = std::min(budget / 2, 2 * buffer_.memory_bytes());
+  const uint64_t want =
+      std::min(budget, (budget - buffer + step - 1) / step * step);
+  const uint64_t now = store_.cache_usable_bytes();
+  if (want < now || want >= now + 2 * step || (want == budget && now < budget)) {
+    store_.SetCacheUsable(want);
+  }
+}
+
+absl::Status Table::Impl::MaybeWriteAhead() {
+  const uint64_t limit = HeldBudget();
   // A table within the budget is held whole between checkpoints, which
   // write each block once for all its edits; a larger one keeps half the
   // budget held.
@@ -448,6 +481,7 @@ absl::Status Table::Impl::MaybeCheckpoint() {
   // (the log and the held blocks grow meanwhile), and nothing is written
   // ahead of it.
   if (backups_ > 0) return absl::OkStatus();
+  ShareMemory();
   if (!in_memory_) RT_RETURN_IF_ERROR(MaybeWriteAhead());
   // The values count as a share of the log's limit, and so do the blocks
   // written ahead since the last checkpoint: their places and their old

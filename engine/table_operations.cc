@@ -236,6 +236,11 @@ TableStats Table::Impl::GetStats() const {
   st.cache_hits = store_.cache_hits();
   st.held_hits = store_.held_hits();
   st.cache_misses = store_.cache_misses();
+  st.cache_bytes = store_.cache_usable_bytes();
+  st.stash_memory_bytes = table_.stash().memory_bytes();
+  st.bucket_memory_bytes = store_.bucket_bytes() +
+                           table_.stash().bucket_bytes() +
+                           buffer_.records().bucket_bytes();
   if (files_.blocks) st.held_blocks = checkpointer_.held_blocks();
   st.written_ahead = store_.written_ahead();
   st.unwritten_blocks = store_.device().unwritten_bytes() / layout_.block_size;

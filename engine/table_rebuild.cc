@@ -47,6 +47,7 @@ absl::Status RebuildTable(const std::string& path, const Options& layout,
   Options old_options = stored;
   old_options.create_if_missing = false;
   old_options.block_cache_bytes = layout.block_cache_bytes;
+  old_options.memory_bytes = layout.memory_bytes;
   RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> old_table,
                       Table::Open(old_options, path));
   // What a crash left beside it: a new table never exchanged, or an old
@@ -57,6 +58,7 @@ absl::Status RebuildTable(const std::string& path, const Options& layout,
   new_options.error_if_exists = true;
   new_options.block_cache_bytes = layout.block_cache_bytes;
   new_options.write_buffer_bytes = layout.write_buffer_bytes;
+  new_options.memory_bytes = layout.memory_bytes;
   new_options.checkpoint_bytes = layout.checkpoint_bytes;
   RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> new_table,
                       Table::Open(new_options, scratch));

@@ -242,6 +242,7 @@ absl::Status Table::Impl::Recover(
                   },
                   values_whole));
   recovered_records_ = replayed.records;
+  ShareMemory();  // the buffer as its copy and the log left it
   if (!options_.read_only) {
     // The other file than the writers' holds nothing still needed unless
     // the replay took records from both: then the checkpoint below empties

@@ -41,7 +41,8 @@ struct EngineOptions {
   size_t value_bytes = 100;
   // roundtable's s0; 0: SuggestedS0 for the records.
   uint64_t roundtable_s0 = 0;
-  // roundtable's write buffer in bytes; -1: the table's default.
+  // roundtable's write buffer in bytes, on top of a cache of the budget;
+  // -1: one memory budget (Options::memory_bytes) for both.
   int64_t roundtable_write_buffer = -1;
 };
 

@@ -64,8 +64,9 @@ ABSL_FLAG(bool, sync, false, "make every write durable before it returns");
 ABSL_FLAG(uint64_t, roundtable_s0, 0,
           "roundtable's slack s0 (0: SuggestedS0 for the keys and values)");
 ABSL_FLAG(int64_t, roundtable_write_buffer, -1,
-          "bytes of roundtable's write buffer (-1: the table's default, "
-          "Options::write_buffer_bytes; 0: none)");
+          "bytes of roundtable's write buffer on top of a block cache of "
+          "the budget (-1: one memory budget, Options::memory_bytes, for "
+          "the cache and the buffer; 0: no buffer)");
 ABSL_FLAG(uint64_t, cache_size, 256 << 20,
           "memory budget of each engine's caches, bytes");
 ABSL_FLAG(int32_t, readwritepercent, 50,

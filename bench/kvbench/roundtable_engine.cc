@@ -53,6 +53,9 @@ class RoundtableEngine : public KvEngine {
             {"buckets", s.buckets},
             {"stash_records", s.stash_records},
             {"buffered_records", s.buffered_records},
+            {"cache_bytes", s.cache_bytes},
+            {"stash_memory_bytes", s.stash_memory_bytes},
+            {"bucket_memory_bytes", s.bucket_memory_bytes},
             {"utilization", s.utilization},
             {"logical_get_reads", l.get_reads},
             {"logical_put_reads", l.put_reads},
@@ -100,27 +103,29 @@ class RoundtableEngine : public KvEngine {
 }  // namespace
 
 std::vector<EngineInfo> RoundtableEngines() {
-  const Options defaults;
   EngineInfo info;
   info.name = "roundtable";
   info.version = ROUNDTABLE_VERSION_STRING " (this tree)";
   info.config = absl::StrFormat(
       "block %d B, s0 = SuggestedS0 (%d for 16 B keys and 100 B values), "
-      "epsilon %.2f, block cache = budget, write buffer %d MiB, "
-      "Reserve(records) (growth: none)",
+      "epsilon %.2f, one memory budget = budget (cache, held blocks and "
+      "write buffer; --roundtable_write_buffer: block cache = budget and "
+      "a write buffer on top), Reserve(records) (growth: none)",
       Options::kDefaultBlockSize,
       SuggestedS0(Options::kDefaultBlockSize, 16, 100),
-      Options::kDefaultEpsilon, defaults.write_buffer_bytes >> 20);
+      Options::kDefaultEpsilon);
   info.open =
       [](const EngineOptions& o) -> absl::StatusOr<std::unique_ptr<KvEngine>> {
     Options options;
-    options.block_cache_bytes = o.cache_bytes;
     options.s0 = o.roundtable_s0 != 0 ? o.roundtable_s0
                                       : SuggestedS0(Options::kDefaultBlockSize,
                                                     o.key_bytes, o.value_bytes);
     if (o.roundtable_write_buffer >= 0) {
+      options.block_cache_bytes = o.cache_bytes;
       options.write_buffer_bytes =
           static_cast<uint64_t>(o.roundtable_write_buffer);
+    } else {
+      options.memory_bytes = o.cache_bytes;
     }
     auto table = Table::Open(options, o.dir);
     if (!table.ok()) return table.status();

@@ -42,7 +42,7 @@ struct RunConfig {
   uint64_t duration_seconds = 0;
   uint64_t seed = 301;
   uint64_t roundtable_s0 = 0;  // 0: SuggestedS0
-  int64_t roundtable_write_buffer = -1;  // -1: the table's default
+  int64_t roundtable_write_buffer = -1;  // -1: one memory budget
   std::string db_dir = "/tmp/kvbench";
 };
 

@@ -1,6 +1,7 @@
 #include "engine/internal/block_cache.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -34,6 +35,59 @@ BlockCache::BlockCache(uint64_t capacity_bytes, uint32_t block_size,
     for (uint64_t i = capacity_blocks_; i > 0; --i) {
       free_.push_back(static_cast<uint32_t>(i - 1));
     }
+    usable_.store(capacity_blocks_, std::memory_order_relaxed);
+  }
+}
+
+void BlockCache::SetUsableBlocks(uint64_t blocks) {
+  if (!enabled()) return;
+  blocks = std::clamp<uint64_t>(blocks, 1, capacity_blocks_);
+  MutexLock lock(&mu_);
+  const uint64_t usable = usable_blocks();
+  if (blocks == usable) return;
+  if (blocks > usable) {
+    for (uint64_t slot = usable; slot < blocks; ++slot) {
+      if (bucket_of_[slot] == kLent) {
+        --lent_past_;
+      } else {
+        FreeSlot(static_cast<uint32_t>(slot));
+      }
+    }
+    usable_.store(blocks, std::memory_order_relaxed);
+    return;
+  }
+  // The slots past the new end: cached blocks evicted, free ones taken
+  // off the free list; lent ones stay lent until they come back. Their
+  // memory goes back to the system a run of slots at a time.
+  std::erase_if(free_, [&](uint32_t slot) { return slot >= blocks; });
+  uint64_t run = blocks;
+  for (uint64_t slot = blocks; slot < usable; ++slot) {
+    const uint64_t b = bucket_of_[slot];
+    if (b == kLent) {
+      ++lent_past_;
+      Withhold(static_cast<uint32_t>(run), static_cast<uint32_t>(slot));
+      run = slot + 1;
+      continue;
+    }
+    if (b != kFree) slot_of_[b] = kNoSlot;
+  }
+  Withhold(static_cast<uint32_t>(run), static_cast<uint32_t>(usable));
+  usable_.store(blocks, std::memory_order_relaxed);
+  if (hand_ >= blocks) hand_ = 0;
+}
+
+void BlockCache::Withhold(uint32_t first, uint32_t last) {
+  if (first >= last) return;
+  for (uint32_t slot = first; slot < last; ++slot) bucket_of_[slot] = kWithheld;
+  // The whole pages among them (blocks smaller than a page share theirs
+  // with slots in use). Advice only: where it fails the memory stays,
+  // unused.
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t from =
+      (reinterpret_cast<uintptr_t>(BytesOf(first)) + page - 1) & ~(page - 1);
+  const uintptr_t to = reinterpret_cast<uintptr_t>(BytesOf(last)) & ~(page - 1);
+  if (from < to) {
+    madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
   }
 }
 
@@ -49,10 +103,11 @@ uint32_t BlockCache::TakeSlot() {
     free_.pop_back();
     return slot;
   }
-  if (lent_ >= capacity_blocks_) return kNoSlot;
+  const uint64_t usable = usable_blocks();
+  if (LentInUse() >= usable) return kNoSlot;
   while (true) {
     const uint32_t slot = hand_;
-    hand_ = static_cast<uint32_t>((hand_ + 1) % capacity_blocks_);
+    hand_ = static_cast<uint32_t>((hand_ + 1) % usable);
     if (bucket_of_[slot] == kLent) continue;
     if (uint32_t& entry = slot_of_[bucket_of_[slot]]; entry & kReferenced) {
       entry &= ~kReferenced;
@@ -120,7 +175,7 @@ std::byte* BlockCache::Lend() {
   if (!enabled()) return nullptr;
   MutexLock lock(&mu_);
   // Past the lendable slots, only free ones: they displace no clean block.
-  if (lent_ >= lendable_slots() && free_.empty()) return nullptr;
+  if (LentInUse() >= lendable_slots() && free_.empty()) return nullptr;
   return LendLocked();
 }
 
@@ -192,6 +247,16 @@ void BlockCache::TakeBack(std::span<const Returning> blocks) {
       if (Owns(r.bytes)) {
         slot = SlotAt(r.bytes);
         --lent_;
+        if (slot >= usable_blocks()) {
+          // Withheld meanwhile: not cached, and an older copy is stale.
+          --lent_past_;
+          if (const uint32_t old = SlotOf(r.b); r.keep && old != kNoSlot) {
+            FreeSlot(old);
+            slot_of_[r.b] = kNoSlot;
+          }
+          Withhold(slot, slot + 1);
+          continue;
+        }
         if (!r.keep) {
           FreeSlot(slot);
           continue;

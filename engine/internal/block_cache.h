@@ -47,6 +47,16 @@ class BlockCache {
 
   bool enabled() const { return capacity_blocks_ > 0; }
   uint64_t capacity_blocks() const { return capacity_blocks_; }
+  // The slots in use: the first usable_blocks() of the arena, all of them
+  // unless a memory budget the cache shares asks for fewer.
+  uint64_t usable_blocks() const {
+    return usable_.load(std::memory_order_relaxed);
+  }
+  // Uses only the first `blocks` slots (clamped to 1 .. capacity_blocks()).
+  // Fewer evicts the clean blocks cached past them and gives those slots'
+  // memory back to the system; a slot lent out past them is given back
+  // the same way when it comes back, uncached. More makes them free again.
+  void SetUsableBlocks(uint64_t blocks);
   uint32_t block_size() const { return block_size_; }
 
   // Copies bucket b's bytes into `out` and returns true on a hit.
@@ -132,12 +142,12 @@ class BlockCache {
   // past lendable_slots() too (it is for a clean block); null when every
   // slot is lent or the cache is disabled. A read fills it with no copy.
   std::byte* LendToFill();
-  static constexpr uint64_t kCleanShare = 8;  // 1/8 of the slots
+  static constexpr uint64_t kCleanShare = 8;  // 1/8 of the slots in use
   uint64_t lendable_slots() const {
-    return capacity_blocks_ -
-           std::min<uint64_t>(capacity_blocks_,
-                              std::max<uint64_t>(1, capacity_blocks_ /
-                                                        kCleanShare));
+    const uint64_t usable = usable_blocks();
+    return usable -
+           std::min<uint64_t>(usable,
+                              std::max<uint64_t>(1, usable / kCleanShare));
   }
   // Bucket b's cached slot, lent out as it is (no longer cached), or null
   // when b is not cached. Lends past lendable_slots(): the block was in
@@ -170,6 +180,11 @@ class BlockCache {
     MutexLock lock(&mu_);
     return lent_;
   }
+  // The memory of the slot index kept by bucket.
+  uint64_t bucket_bytes() const {
+    MutexLock lock(&mu_);
+    return slot_of_.capacity() * sizeof(uint32_t);
+  }
 
   uint64_t hits() const { return hits_.load(); }
   uint64_t misses() const { return misses_.load(); }
@@ -177,6 +192,8 @@ class BlockCache {
  private:
   static constexpr uint64_t kFree = ~uint64_t{0};
   static constexpr uint64_t kLent = ~uint64_t{0} - 1;
+  // Past usable_blocks(), its memory given back (SetUsableBlocks).
+  static constexpr uint64_t kWithheld = ~uint64_t{0} - 2;
   static constexpr uint32_t kNoSlot = ~uint32_t{0};
   // CLOCK's reference bit lives in the bucket's entry of slot_of_, which a
   // lookup reads anyway, so a hit touches no other cache line than the
@@ -242,6 +259,14 @@ class BlockCache {
     bucket_of_[slot] = kFree;
     free_.push_back(slot);
   }
+  // Lent slots in use: those lent past usable_blocks() are not.
+  uint64_t LentInUse() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return lent_ - lent_past_;
+  }
+  // Marks slots [first, last), none of them lent, withheld, and gives
+  // their memory back to the system.
+  void Withhold(uint32_t first, uint32_t last)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const uint64_t capacity_blocks_;
   const uint32_t block_size_;
@@ -260,6 +285,10 @@ class BlockCache {
   std::vector<uint32_t> slot_of_ ABSL_GUARDED_BY(mu_);
   uint32_t hand_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t lent_ ABSL_GUARDED_BY(mu_) = 0;  // slots lent out
+  // Of those, the ones past usable_ (withheld when they come back).
+  uint64_t lent_past_ ABSL_GUARDED_BY(mu_) = 0;
+  // Written under mu_; read without it for usable_blocks().
+  std::atomic<uint64_t> usable_{0};
   std::atomic<uint64_t> hits_{0}, misses_{0};
 };
 

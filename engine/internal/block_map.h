@@ -128,6 +128,10 @@ class BlockMap final : public io::BlockDevice {
   // has or that waits to be free. A cut of the file after a checkpoint
   // keeps them (places written ahead of the next lie below it).
   uint64_t end() const { return end_; }
+  // The memory of what is kept by bucket.
+  uint64_t bucket_bytes() const {
+    return place_.capacity() * sizeof(uint64_t) + ahead_.capacity() / 8;
+  }
   uint64_t free_blocks() const { return free_.size(); }
   // The deferred device in front of the map's file.
   DeferredDevice& device() { return device_; }

@@ -83,6 +83,22 @@ class BucketStore {
 
   uint32_t block_size() const { return block_size_; }
   uint64_t cache_capacity_blocks() const { return cache_.capacity_blocks(); }
+  // The cache's slots in use, in bytes, and a new number of them
+  // (BlockCache::SetUsableBlocks): for a memory budget it shares.
+  uint64_t cache_usable_bytes() const {
+    return cache_.usable_blocks() * block_size_;
+  }
+  void SetCacheUsable(uint64_t bytes) {
+    cache_.SetUsableBlocks(bytes / block_size_);
+  }
+  // The memory of what the store keeps by bucket (held blocks' summaries
+  // and index, the cache's index, the block map, the write-ahead queue).
+  uint64_t bucket_bytes() const {
+    return held_.capacity() * sizeof(HeldSummary) +
+           edited_at_.capacity() * sizeof(uint64_t) + queued_.capacity() / 8 +
+           cache_.bucket_bytes() + blocks_->index_bytes() +
+           places_->bucket_bytes();
+  }
 
   // Reads. The value of `key` (whose tag is `tag`) in bucket b's block into
   // *value: true if found. A cached or held block is searched where it

@@ -24,9 +24,9 @@ std::byte* DeferredDevice::Allocate() {
     if (std::byte* slot = lender_->Lend()) return slot;
   }
   if (free_.empty()) {
-    constexpr size_t kChunk = size_t{2} << 20;
-    const size_t bs = std::min<size_t>(block_size(), kChunk);
-    chunks_.emplace_back(std::max(kChunk, bs), kChunk, /*zeroed=*/false);
+    const size_t bs = std::min<size_t>(block_size(), kChunkBytes);
+    chunks_.emplace_back(std::max(kChunkBytes, bs), kChunkBytes,
+                         /*zeroed=*/false);
     madvise(chunks_.back().data(), chunks_.back().size(), MADV_HUGEPAGE);
     for (size_t at = chunks_.back().size(); at >= bs; at -= bs) {
       free_.push_back(chunks_.back().data() + at - bs);

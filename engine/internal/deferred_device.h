@@ -69,6 +69,12 @@ class DeferredDevice final : public io::BlockDevice {
   absl::Status ExtendFromInner(uint64_t num_blocks);
   io::BlockDevice& inner() { return *inner_; }
   uint64_t held_bytes() const { return held_.size() * block_size(); }
+  // The memory of the device's own chunks, and of its index by block.
+  uint64_t chunk_bytes() const { return chunks_.size() * kChunkBytes; }
+  uint64_t index_bytes() const {
+    return index_.capacity() * sizeof(std::byte*);
+  }
+  static constexpr size_t kChunkBytes = size_t{2} << 20;
   // The held bytes of `block` for its owner to fill or edit in place: held
   // already, or a new slot (with unspecified bytes) held from now on.
   // REQUIRES: block < num_blocks().

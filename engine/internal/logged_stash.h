@@ -77,6 +77,12 @@ class LoggedStash {
   }
   uint64_t records() const { return stash_.records(); }
   uint64_t bytes() const { return stash_.bytes(); }
+  // The records' memory and the copy's (Stash::memory_bytes, and the
+  // chunks the copy's blocks are held in), and the filters' by bucket.
+  uint64_t memory_bytes() const {
+    return stash_.memory_bytes() + device_->chunk_bytes();
+  }
+  uint64_t bucket_bytes() const { return stash_.bucket_bytes(); }
   bool empty() const { return stash_.records() == 0; }
   const Stash& lists() const { return stash_; }
 

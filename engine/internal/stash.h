@@ -144,6 +144,17 @@ class Stash {
 
   uint64_t records() const { return records_; }
   uint64_t bytes() const { return bytes_; }
+  // About the memory the records take: their encoded bytes (about their
+  // heap blocks), their entries and the hash map's slots.
+  uint64_t memory_bytes() const {
+    return bytes_ + records_ * sizeof(Entry) +
+           lists_.capacity() *
+               (sizeof(std::pair<const uint64_t, List>) + 1);
+  }
+  // The memory of the filters, kept by bucket.
+  uint64_t bucket_bytes() const {
+    return filter_.capacity() * sizeof(uint16_t);
+  }
 
   // True when every stored hash is hash(key) and the filters are exactly
   // those of the lists (for Table::Check).

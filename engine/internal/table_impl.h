@@ -195,6 +195,12 @@ class ROUNDTABLE_HIDDEN Table::Impl {
   // (BucketStore::WriteAhead), a batch at a time: the checkpoints then
   // follow the log rather than the memory.
   absl::Status MaybeWriteAhead() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // With one memory budget (Options::memory_bytes), gives the write buffer
+  // the cache's slots it needs, or takes them back.
+  void ShareMemory() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The held blocks' budget: HeldLimit, or with one memory budget at most
+  // the cache's slots in use (where the held blocks are).
+  uint64_t HeldBudget() const;
   // Runs `locked` under the writer lock once no backup is copying the
   // files (a backup keeps the checkpoint its copy is of: rare, and seconds
   // at most). For Checkpoint and Close, which write in place.

@@ -81,6 +81,9 @@ py::dict StatsDict(const TableStats& s) {
   d["cache_hits"] = s.cache_hits;
   d["held_hits"] = s.held_hits;
   d["cache_misses"] = s.cache_misses;
+  d["cache_bytes"] = s.cache_bytes;
+  d["stash_memory_bytes"] = s.stash_memory_bytes;
+  d["bucket_memory_bytes"] = s.bucket_memory_bytes;
   d["held_blocks"] = s.held_blocks;
   d["unwritten_blocks"] = s.unwritten_blocks;
   d["written_ahead"] = s.written_ahead;
@@ -127,7 +130,7 @@ class PyTable {
           std::optional<uint64_t> checkpoint_bytes,
           std::optional<uint64_t> write_buffer_bytes,
           std::optional<uint64_t> value_checkpoint_bytes,
-          const std::string& backend, bool direct_io, bool paranoid_checks,
+          std::optional<uint64_t> memory_bytes, const std::string& backend, bool direct_io, bool paranoid_checks,
           bool sync, py::object error_class)
       : path_(path), sync_(sync), error_class_(std::move(error_class)) {
     Options o;
@@ -145,6 +148,7 @@ class PyTable {
     if (value_checkpoint_bytes) {
       o.value_checkpoint_bytes = *value_checkpoint_bytes;
     }
+    if (memory_bytes) o.memory_bytes = *memory_bytes;
     o.backend = ParseBackendName(backend);
     o.direct_io = direct_io;
     o.paranoid_checks = paranoid_checks;
@@ -526,8 +530,8 @@ PYBIND11_MODULE(_roundtable, m) {
                     std::optional<double>, std::optional<uint64_t>,
                     std::optional<uint32_t>, std::optional<uint64_t>,
                     std::optional<uint64_t>, std::optional<uint64_t>,
-                    std::optional<uint64_t>, const std::string&, bool, bool,
-                    bool, py::object>(),
+                    std::optional<uint64_t>, std::optional<uint64_t>,
+                    const std::string&, bool, bool, bool, py::object>(),
            py::arg("path"), py::kw_only(), py::arg("create") = true,
            py::arg("read_only") = false, py::arg("error_if_exists") = false,
            py::arg("block_size") = py::none(), py::arg("s0") = py::none(),
@@ -537,6 +541,7 @@ PYBIND11_MODULE(_roundtable, m) {
            py::arg("checkpoint_bytes") = py::none(),
            py::arg("write_buffer_bytes") = py::none(),
            py::arg("value_checkpoint_bytes") = py::none(),
+           py::arg("memory_bytes") = py::none(),
            py::arg("backend") = "auto", py::arg("direct_io") = false,
            py::arg("paranoid_checks") = false, py::arg("sync") = false,
            py::arg("_error_class") = py::none())

@@ -58,6 +58,40 @@ static rt_table* open_table(const char* path, int block_size) {
   return t;
 }
 
+/* One memory budget for the cache and the write buffer: a table several
+   times the budget reads back every record. */
+static void test_one_memory_budget(void) {
+  char path[300];
+  snprintf(path, sizeof path, "%s/budget", dir);
+  rt_options* o = rt_options_create();
+  rt_options_set_block_size(o, 1024);
+  rt_options_set_backend(o, RT_BACKEND_POSIX);
+  rt_options_set_memory_bytes(o, 64 << 10);
+  rt_table* t = NULL;
+  char* err = NULL;
+  CHECK(rt_open(o, path, &t, &err) == RT_OK);
+  rt_options_destroy(o);
+  if (t == NULL) return;
+  char key[32], value[64], buf[64];
+  memset(value, 'v', sizeof value);
+  for (int i = 0; i < 5000; ++i) {
+    const int n = snprintf(key, sizeof key, "key%d", i);
+    CHECK(rt_put(t, NULL, key, (size_t)n, value, sizeof value, &err) == RT_OK);
+  }
+  size_t len = 0;
+  for (int i = 0; i < 5000; i += 37) {
+    const int n = snprintf(key, sizeof key, "key%d", i);
+    CHECK(rt_get(t, key, (size_t)n, buf, sizeof buf, &len, &err) == RT_OK &&
+          len == sizeof value && memcmp(buf, value, len) == 0);
+  }
+  uint64_t count = 0;
+  CHECK(rt_count(t, &count, &err) == RT_OK && count == 5000);
+  CHECK(rt_close(t, &err) == RT_OK);
+  CHECK(err == NULL);
+  rt_table_destroy(t);
+  CHECK(rt_destroy(path, &err) == RT_OK);
+}
+
 static void test_reads_and_writes(void) {
   char path[300];
   snprintf(path, sizeof path, "%s/rw", dir);
@@ -332,6 +366,7 @@ int main(void) {
   rt_free(NULL);
   rt_table_destroy(NULL);
   test_reads_and_writes();
+  test_one_memory_budget();
   test_bad_options_and_missing();
   test_damaged_block();
   rmdir(dir);

@@ -172,6 +172,25 @@ class TableTest(unittest.TestCase):
         self.assertTrue(t.closed)
         self.assertIn("closed", repr(t))
 
+    def test_one_memory_budget(self):
+        budget = 256 << 10
+        with roundtable.Table(self.path, block_size=1024, s0=4,
+                              memory_bytes=budget) as t:
+            self.assertEqual(t.stats()["cache_bytes"], budget)
+            least = budget
+            for i in range(20000):
+                t["k%d" % (i * 7919 % 100003)] = b"v" * 60
+                if i % 500 == 0:
+                    least = min(least, t.stats()["cache_bytes"])
+            st = t.stats()
+            self.assertLess(least, budget)
+            self.assertGreaterEqual(least, budget // 2 - budget // 32)
+            self.assertGreater(st["stash_memory_bytes"], 0)
+            self.assertGreater(st["bucket_memory_bytes"], st["buckets"] * 8)
+            t.flush()
+            self.assertEqual(t.stats()["cache_bytes"], budget)
+            self.assertEqual(t.count(), 20000)
+
     def test_reserve_takes_the_buckets_at_once(self):
         with roundtable.Table(self.path, block_size=512, s0=2) as t:
             t.reserve(5000, key_bytes=8, value_bytes=20)

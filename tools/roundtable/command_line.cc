@@ -108,7 +108,7 @@ const std::vector<CommandSpec>& Commands() {
        "(docs/server.md)",
        {"port", "bind", "fsync", "requirepass", "requirepass_file",
         "maxclients", "protected_mode", "cache_mb", "write_buffer_mb",
-        "event_loops", "cluster_topology", "cluster_node", "block_size",
+        "memory_mb", "event_loops", "cluster_topology", "cluster_node", "block_size",
         "s0", "epsilon"},
        "roundtable serve /tmp/users --port=6380 --fsync=always"},
       {"map",

@@ -529,7 +529,7 @@ int TableCommand(const std::vector<std::string>& words,
       return usage(
           "DIR [--port=6380 --bind=127.0.0.1 --fsync=everysec "
           "--requirepass=PASS --maxclients=N --cache_mb=256 "
-          "--write_buffer_mb=64 "
+          "--write_buffer_mb=64 --memory_mb=0 "
           "--cluster_topology=FILE --cluster_node=NAME "
           "--block_size --s0 --epsilon]");
     }

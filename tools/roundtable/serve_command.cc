@@ -33,6 +33,9 @@ ABSL_FLAG(bool, protected_mode, true,
 ABSL_FLAG(uint64_t, cache_mb, 256, "serve: the table's block cache, MiB");
 ABSL_FLAG(uint64_t, write_buffer_mb, 64,
           "serve: the table's write buffer, MiB (0: none)");
+ABSL_FLAG(uint64_t, memory_mb, 0,
+          "serve: one memory budget for the table's cache and write buffer, "
+          "MiB, instead of --cache_mb and --write_buffer_mb (0: those)");
 ABSL_FLAG(std::string, cluster_topology, "",
           "serve: a Redis Cluster topology file (NAME HOST:PORT SLOTS... a "
           "line; docs/server.md); the server is its node --cluster_node");
@@ -79,6 +82,7 @@ absl::StatusOr<ServeOptions> ServeOptionsFromFlags() {
   o.config.protected_mode = absl::GetFlag(FLAGS_protected_mode);
   o.cache_bytes = absl::GetFlag(FLAGS_cache_mb) << 20;
   o.write_buffer_bytes = absl::GetFlag(FLAGS_write_buffer_mb) << 20;
+  o.memory_bytes = absl::GetFlag(FLAGS_memory_mb) << 20;
   const std::string topology = absl::GetFlag(FLAGS_cluster_topology);
   const std::string node = absl::GetFlag(FLAGS_cluster_node);
   if (topology.empty() != node.empty()) {
@@ -106,12 +110,15 @@ absl::Status RunServe(const std::string& dir, const ServeOptions& options,
   }
   table_options.block_cache_bytes = options.cache_bytes;
   table_options.write_buffer_bytes = options.write_buffer_bytes;
+  table_options.memory_bytes = options.memory_bytes;
   RT_ASSIGN_OR_RETURN(std::unique_ptr<Table> table,
                       Table::Open(table_options, dir));
   server::ServerConfig config = options.config;
   config.table_path = dir;
   config.memory_budget_bytes =
-      table_options.block_cache_bytes + table_options.write_buffer_bytes;
+      options.memory_bytes != 0
+          ? options.memory_bytes
+          : table_options.block_cache_bytes + table_options.write_buffer_bytes;
   RT_ASSIGN_OR_RETURN(std::unique_ptr<server::Server> server,
                       server::Server::Listen(table.get(), config));
   serving.store(server.get());

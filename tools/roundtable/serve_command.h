@@ -21,6 +21,8 @@ struct ServeOptions {
   server::ServerConfig config;
   uint64_t cache_bytes = uint64_t{256} << 20;  // the table's block cache
   uint64_t write_buffer_bytes = uint64_t{64} << 20;  // and write buffer
+  // One budget for both instead (Options::memory_bytes); 0: none.
+  uint64_t memory_bytes = 0;
   // The layout of a table the server creates (block_size, s0, epsilon; an
   // existing table's must match where set). With s0 unset, a new table
   // takes SuggestedS0 for the records of kServeKeyBytes and
@@ -39,7 +41,8 @@ absl::StatusOr<server::FsyncPolicy> ParseFsyncPolicy(std::string_view name);
 
 // The options of `roundtable serve` from its flags (--port, --bind,
 // --fsync, --requirepass or --requirepass_file, --maxclients,
-// --protected_mode, --cache_mb, --write_buffer_mb, --cluster_topology and
+// --protected_mode, --cache_mb, --write_buffer_mb, --memory_mb,
+// --cluster_topology and
 // --cluster_node); InvalidArgument for a bad --fsync,
 // NotFound for an unreadable password file.
 absl::StatusOr<ServeOptions> ServeOptionsFromFlags();

@@ -92,6 +92,8 @@ ROUNDTABLE_EXPORT void rt_options_set_write_buffer_bytes(rt_options* o,
                                                          uint64_t bytes);
 ROUNDTABLE_EXPORT void rt_options_set_value_checkpoint_bytes(rt_options* o,
                                                              uint64_t bytes);
+ROUNDTABLE_EXPORT void rt_options_set_memory_bytes(rt_options* o,
+                                                   uint64_t bytes);
 ROUNDTABLE_EXPORT void rt_options_set_backend(rt_options* o,
                                               rt_backend backend);
 ROUNDTABLE_EXPORT void rt_options_set_direct_io(rt_options* o, int on);

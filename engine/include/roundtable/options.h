@@ -100,6 +100,18 @@ struct Options {
   // first. Table::Flush applies them all. 0: no buffer, every put edits its
   // block at once. Ignored (no buffer) in memory.
   uint64_t write_buffer_bytes = 64 << 20;
+  // One memory budget for the cache, the held blocks and the write buffer
+  // together (0, the default: block_cache_bytes and write_buffer_bytes as
+  // given, the buffer on top of the cache). With it, the cache is this
+  // many bytes and the write buffer a quarter of them (block_cache_bytes
+  // and write_buffer_bytes are ignored), and while the buffer holds
+  // records the cache gives up as many slots as they take twice over (the
+  // records, and room for the copy a checkpoint makes of them), their
+  // memory going back to the system: a table within the budget is cached
+  // whole, and one past it shares the budget between its cache and its
+  // buffer. The stash and the per-bucket filters, which scale with the
+  // table, come on top (TableStats::stash_bytes; docs/table.md, "Memory").
+  uint64_t memory_bytes = 0;
   // kMemory: the table lives in memory only, with no files or directory
   // (the path is only a name) and no write-ahead log; Open always creates
   // it, and it is gone when closed. For experiments and tests.
@@ -189,6 +201,16 @@ struct TableStats {
   // blocks are kept out of the cache until the checkpoint moves them in).
   uint64_t held_hits = 0;
   uint64_t cache_misses = 0;  // block reads that went past the cache
+  // The cache's bytes in use: block_cache_bytes, or less while one memory
+  // budget (Options::memory_bytes) gives the write buffer a share of it.
+  uint64_t cache_bytes = 0;
+  // Memory that scales with the table rather than with the budget, as the
+  // table counts it (the allocator's own overhead aside): the stash's
+  // records, their index and their copy; and what is kept by bucket (the
+  // stash's and the write buffer's filters, the held blocks' summaries,
+  // the cache's index, the block map).
+  uint64_t stash_memory_bytes = 0;
+  uint64_t bucket_memory_bytes = 0;
   // Blocks of the block file, the stash copy and the write buffer's copy
   // written since the last checkpoint, held in memory until the next.
   uint64_t held_blocks = 0;

@@ -1,7 +1,11 @@
 // The block cache on its own: hits and misses, CLOCK eviction, a newer copy
 // replacing an older one, Drop, lookups through the blocks' tag
-// filters, lent slots, and the disabled cache.
+// filters, lent slots, slots withheld for a shared memory budget, and the
+// disabled cache.
 #include "engine/internal/block_cache.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -329,6 +333,124 @@ TEST(BlockCacheTest, AllSlotsLentLeavesInsertsUncached) {
   io::AlignedBuffer out(kBlock);
   EXPECT_FALSE(cache.Lookup(2, out.span()));
   EXPECT_EQ(cache.Lend(), nullptr);
+}
+
+// Whether the page holding `bytes` is in memory.
+bool Resident(const std::byte* bytes) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t at = reinterpret_cast<uintptr_t>(bytes) & ~(page - 1);
+  unsigned char in = 0;
+  EXPECT_EQ(mincore(reinterpret_cast<void*>(at), page, &in), 0);
+  return (in & 1) != 0;
+}
+
+TEST(BlockCacheTest, WithheldSlotsAreUnusedAndTheirMemoryGivenBack) {
+  // Slots of a page each, so that each slot's memory is its own page.
+  const uint32_t block = static_cast<uint32_t>(sysconf(_SC_PAGESIZE));
+  constexpr uint64_t kSlots = 16, kUsable = 8;
+  BlockCache cache(kSlots * block, block);
+  io::AlignedBuffer bytes(block), out(block);
+  auto insert = [&](uint64_t b, int fill) {
+    std::memset(bytes.data(), fill, block);
+    cache.Insert(b, bytes.span());
+  };
+  auto cached = [&](uint64_t from, uint64_t to) {
+    std::vector<uint64_t> found;
+    for (uint64_t b = from; b < to; ++b) {
+      if (cache.Lookup(b, out.span())) found.push_back(b);
+    }
+    return found;
+  };
+  // Bucket b in slot b; buckets 3 and 12 then lent where they lie.
+  for (uint64_t b = 0; b < kSlots; ++b) insert(b, static_cast<int>(b));
+  std::byte* three = cache.LendCached(3);
+  std::byte* twelve = cache.LendCached(12);
+  ASSERT_NE(three, nullptr);
+  ASSERT_NE(twelve, nullptr);
+  const std::byte* base = three - 3 * block;
+  ASSERT_EQ(twelve, base + 12 * block);
+  for (uint32_t slot = 0; slot < kSlots; ++slot) {
+    EXPECT_TRUE(Resident(base + slot * block)) << slot;
+  }
+
+  cache.SetUsableBlocks(kUsable);
+  EXPECT_EQ(cache.usable_blocks(), kUsable);
+  EXPECT_EQ(cache.lendable_slots(), kUsable - 1);
+  EXPECT_EQ(cached(0, kSlots), (std::vector<uint64_t>{0, 1, 2, 4, 5, 6, 7}));
+  // The slots past the end are given back, but the one still lent.
+  for (uint32_t slot = 0; slot < kSlots; ++slot) {
+    const bool kept = slot < kUsable || slot == 12;
+    EXPECT_EQ(Resident(base + slot * block), kept) << slot;
+  }
+  // Inserts and lends use only the slots in use.
+  for (uint64_t b = 100; b < 140; ++b) insert(b, static_cast<int>(b));
+  EXPECT_EQ(cached(100, 140).size(), kUsable - 1);  // slot 3 is lent
+  std::vector<std::byte*> lent;
+  while (std::byte* slot = cache.Lend()) lent.push_back(slot);
+  EXPECT_EQ(lent.size(), kUsable - 2);  // lendable, less slot 3
+  for (std::byte* slot : lent) EXPECT_LT(slot, base + kUsable * block);
+  EXPECT_EQ(cache.lent_slots(), lent.size() + 2);
+  for (std::byte* slot : lent) cache.Return(slot);
+
+  // Slot 12 comes back past the end: not cached, its memory given back,
+  // and the older copy of its bucket cached meanwhile goes too.
+  insert(12, 1);
+  ASSERT_EQ(cached(12, 13).size(), 1u);
+  std::memset(twelve, 2, block);
+  cache.Adopt(12, twelve);
+  EXPECT_TRUE(cached(12, 13).empty());
+  EXPECT_FALSE(Resident(twelve));
+  // Slot 3 comes back within: cached as it was.
+  cache.Adopt(3, three);
+  ASSERT_TRUE(cache.Lookup(3, out.span()));
+  EXPECT_EQ(FirstByte(out.span()), 3);
+  EXPECT_EQ(cache.lent_slots(), 0u);
+
+  // Every slot in use again.
+  cache.SetUsableBlocks(kSlots);
+  EXPECT_EQ(cache.lendable_slots(), kSlots - kSlots / 8);
+  lent.clear();
+  while (std::byte* slot = cache.Lend()) lent.push_back(slot);
+  EXPECT_EQ(lent.size(), kSlots - kSlots / 8);
+  EXPECT_TRUE(std::any_of(lent.begin(), lent.end(), [&](std::byte* slot) {
+    return slot >= base + kUsable * block;
+  }));
+  for (std::byte* slot : lent) cache.Return(slot);
+  for (uint64_t b = 300; b < 300 + kSlots; ++b) insert(b, 9);
+  cache.SetUsableBlocks(0);  // one slot at least
+  EXPECT_EQ(cache.usable_blocks(), 1u);
+  EXPECT_LE(cached(300, 300 + kSlots).size(), 1u);
+  EXPECT_EQ(cache.lendable_slots(), 0u);
+}
+
+TEST(BlockCacheTest, WithheldSlotsSmallerThanAPageLeaveTheirNeighboursBe) {
+  // 512-byte slots, eight to a page: a page is given back only when no
+  // slot of it is in use.
+  constexpr uint64_t kSlots = 64;
+  BlockCache cache(kSlots * kBlock, kBlock);
+  for (uint64_t b = 0; b < kSlots; ++b) {
+    cache.Insert(b, Filled(static_cast<unsigned char>(b)).span());
+  }
+  std::byte* five = cache.LendCached(5);
+  ASSERT_NE(five, nullptr);
+  cache.SetUsableBlocks(3);
+  EXPECT_EQ(FirstByte({five, kBlock}), 5);
+  EXPECT_EQ(FirstByte({five + kBlock - 1, 1}), 5);
+  io::AlignedBuffer out(kBlock);
+  for (uint64_t b = 0; b < 3; ++b) {
+    ASSERT_TRUE(cache.Lookup(b, out.span())) << b;
+    EXPECT_EQ(FirstByte(out.span()), b);
+    EXPECT_EQ(FirstByte(out.span().last(1)), b);
+  }
+  for (uint64_t b = 3; b < kSlots; ++b) {
+    EXPECT_FALSE(cache.Lookup(b, out.span())) << b;
+  }
+  cache.Adopt(5, five);  // past the end: withheld, not cached
+  EXPECT_FALSE(cache.Lookup(5, out.span()));
+  for (uint64_t b = 0; b < 3; ++b) {
+    ASSERT_TRUE(cache.Lookup(b, out.span())) << b;
+    EXPECT_EQ(FirstByte(out.span()), b);
+  }
 }
 
 TEST(BlockCacheTest, DisabledCacheKeepsNothing) {

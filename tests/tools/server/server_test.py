@@ -417,6 +417,31 @@ class ServerTest(unittest.TestCase):
             self.assertEqual(r.get("k2999"), b"2999" * 20)
             self.assertIn("table closed", s.stop())
 
+    def test_one_memory_budget_shares_the_cache_with_the_write_buffer(self):
+        # A table several times its 1 MiB budget: the write buffer (a
+        # quarter of the budget) holds records, and the cache gives it
+        # twice their memory.
+        s = self.start("--memory_mb=1", "--cache_mb=64", "--write_buffer_mb=64")
+        self.assertEqual(s.cli("CONFIG", "GET", "maxmemory"),
+                         f"maxmemory\n{1 << 20}")
+        r = s.client()
+        with r.pipeline(transaction=False) as p:
+            for i in range(40000):
+                p.set(f"key:{i}", "v" * 100)
+            p.execute()
+        memory = r.info("memory")
+        table = r.info("table")
+        self.assertGreater(table["buffered_records"], 0)
+        self.assertLess(memory["table_cache_bytes"], 1 << 20)
+        self.assertGreaterEqual(memory["table_cache_bytes"], 1 << 19)
+        self.assertGreater(memory["table_stash_memory_bytes"], 0)
+        self.assertGreater(memory["table_bucket_memory_bytes"],
+                           table["buckets"] * 8)
+        self.assertEqual(r.dbsize(), 40000)
+        for i in range(0, 40000, 997):
+            self.assertEqual(r.get(f"key:{i}"), b"v" * 100)
+        self.assertIn("table closed", s.stop())
+
     def test_pipelined_gets_read_their_blocks_ahead_in_one_batch(self):
         flags = ("--cache_mb=1", "--write_buffer_mb=0")
         s = self.start(*flags)
