@@ -426,13 +426,14 @@ void Table::Impl::ShareMemory() {
   // In steps of a 32nd of the budget (2 MiB at most: a huge page of the
   // cache's arena), the cache taking a step back only once the buffer has
   // left it two, so that a buffer at its limit does not move it to and fro.
-  const uint64_t step =
-      std::clamp<uint64_t>(budget / 32, layout_.block_size, 2 << 20);
+  const uint64_t step = std::max<uint64_t>(
+      layout_.block_size, std::min<uint64_t>(budget / 32, 2 << 20));
   const uint64_t buffer = std::min(budget / 2, 2 * buffer_.memory_bytes());
   const uint64_t want =
       std::min(budget, (budget - buffer + step - 1) / step * step);
   const uint64_t now = store_.cache_usable_bytes();
-  if (want < now || want >= now + 2 * step || (want == budget && now < budget)) {
+  const uint64_t whole = store_.cache_capacity_blocks() * layout_.block_size;
+  if (want < now || want >= now + 2 * step || (want >= whole && now < whole)) {
     store_.SetCacheUsable(want);
   }
 }

@@ -1,5 +1,7 @@
 #include "engine/internal/layout.h"
 
+#include <unistd.h>
+
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -27,6 +29,18 @@ absl::Status CheckOptions(const Options& o) {
   if (o.epsilon && !(*o.epsilon > 0 && *o.epsilon <= 0.5)) {
     return absl::InvalidArgumentError(
         absl::StrCat("epsilon = ", *o.epsilon, " is outside (0, 0.5]"));
+  }
+  // The cache's arena is reserved at once: no larger than the machine.
+  const uint64_t cache =
+      o.memory_bytes != 0 ? o.memory_bytes : o.block_cache_bytes;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0 &&
+      cache / static_cast<uint64_t>(page) > static_cast<uint64_t>(pages)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        o.memory_bytes != 0 ? "memory_bytes " : "block_cache_bytes ", cache,
+        " is more than the machine's memory (",
+        static_cast<uint64_t>(pages) * static_cast<uint64_t>(page),
+        " bytes)"));
   }
   return absl::OkStatus();
 }

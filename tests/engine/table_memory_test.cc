@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <string>
@@ -129,6 +130,21 @@ TEST(TableMemoryTest, EveryBudgetHoldsWhatTheModelHolds) {
     }
     ASSERT_TRUE(DestroyTable(dir).ok());
   }
+}
+
+TEST(TableMemoryTest, ABudgetNoMachineHasIsRefused) {
+  const std::string dir = TempDir("refused");
+  for (const bool one : {true, false}) {
+    Options o = Budget(0);
+    (one ? o.memory_bytes : o.block_cache_bytes) = uint64_t{1} << 62;
+    const auto table = Table::Open(o, dir);
+    ASSERT_FALSE(table.ok());
+    EXPECT_EQ(table.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(table.status().message().find("machine's memory"),
+              std::string_view::npos)
+        << table.status();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir));  // nothing was made
 }
 
 }  // namespace

@@ -80,6 +80,15 @@ absl::StatusOr<ServeOptions> ServeOptionsFromFlags() {
   o.config.event_loops = absl::GetFlag(FLAGS_event_loops);
   o.config.maxclients = absl::GetFlag(FLAGS_maxclients);
   o.config.protected_mode = absl::GetFlag(FLAGS_protected_mode);
+  for (const auto& [name, mb] :
+       {std::pair{"--cache_mb", absl::GetFlag(FLAGS_cache_mb)},
+        std::pair{"--write_buffer_mb", absl::GetFlag(FLAGS_write_buffer_mb)},
+        std::pair{"--memory_mb", absl::GetFlag(FLAGS_memory_mb)}}) {
+    if (mb > (~uint64_t{0} >> 20)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, "=", mb, " is more bytes than 64 bits hold"));
+    }
+  }
   o.cache_bytes = absl::GetFlag(FLAGS_cache_mb) << 20;
   o.write_buffer_bytes = absl::GetFlag(FLAGS_write_buffer_mb) << 20;
   o.memory_bytes = absl::GetFlag(FLAGS_memory_mb) << 20;

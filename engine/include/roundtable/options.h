@@ -109,8 +109,9 @@ struct Options {
   // records, and room for the copy a checkpoint makes of them), their
   // memory going back to the system: a table within the budget is cached
   // whole, and one past it shares the budget between its cache and its
-  // buffer. The stash and the per-bucket filters, which scale with the
-  // table, come on top (TableStats::stash_bytes; docs/table.md, "Memory").
+  // buffer. The stash and what is kept by bucket, which scale with the
+  // table, come on top (TableStats::stash_memory_bytes and
+  // bucket_memory_bytes; docs/table.md, "Memory").
   uint64_t memory_bytes = 0;
   // kMemory: the table lives in memory only, with no files or directory
   // (the path is only a name) and no write-ahead log; Open always creates

@@ -441,6 +441,18 @@ class ServerTest(unittest.TestCase):
         for i in range(0, 40000, 997):
             self.assertEqual(r.get(f"key:{i}"), b"v" * 100)
         self.assertIn("table closed", s.stop())
+        # Budgets no machine has, or no 64 bits hold: refused, the table as
+        # it was.
+        for flag, says in [("--memory_mb=1000000000000", "machine's memory"),
+                           ("--cache_mb=100000000", "machine's memory"),
+                           ("--memory_mb=17592186044416", "64 bits")]:
+            bad = subprocess.run([CLI, "serve", self.path, "--port=0", flag],
+                                 capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(bad.returncode, 0, flag)
+            self.assertIn(says, bad.stderr, flag)
+        s = self.start()
+        self.assertEqual(s.client().dbsize(), 40000)
+        self.assertIn("table closed", s.stop())
 
     def test_pipelined_gets_read_their_blocks_ahead_in_one_batch(self):
         flags = ("--cache_mb=1", "--write_buffer_mb=0")
