@@ -41,7 +41,8 @@ struct Options {
 
   // Not part of the layout.
   // Bytes of the cache of clean blocks. 0: every block read goes to the
-  // device (the paper's model). Blocks written since the last checkpoint
+  // device (the paper's model). Its arena is reserved at Open, which
+  // refuses (InvalidArgument) one larger than the machine's memory. Blocks written since the last checkpoint
   // (below) borrow its free slots and all but an eighth of the others.
   uint64_t block_cache_bytes = 8 << 20;
   // Blocks written since the last checkpoint stay in memory until the next
