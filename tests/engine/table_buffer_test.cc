@@ -17,17 +17,13 @@
 #include "gtest/gtest.h"
 #include "io/block_device.h"
 #include "roundtable/table.h"
+#include "tests/engine/table_dirs.h"
 
 namespace roundtable {
 namespace {
 
 std::string TempDir(const std::string& tag) {
-  static int counter = 0;
-  const std::string dir = testing::TempDir() + "/rt_buffer_" + tag + "_" +
-                          std::to_string(getpid()) + "_" +
-                          std::to_string(counter++);
-  EXPECT_TRUE(DestroyTable(dir).ok());
-  return dir;
+  return FreshTableDir("rt_buffer", tag);
 }
 
 std::unique_ptr<Table> OpenOrDie(const Options& o, const std::string& dir) {

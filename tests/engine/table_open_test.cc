@@ -29,6 +29,7 @@
 #include "engine/internal/table_files.h"
 #include "roundtable/table.h"
 #include "gtest/gtest.h"
+#include "tests/engine/table_dirs.h"
 
 namespace roundtable {
 namespace {
@@ -37,11 +38,7 @@ namespace fs = std::filesystem;
 using internal::kDataFiles;
 
 std::string TempDir(const std::string& tag) {
-  static int counter = 0;
-  const std::string dir = absl::StrCat("/tmp/rt_open_", tag, "_", getpid(),
-                                       "_", counter++);
-  fs::remove_all(dir);
-  return dir;
+  return FreshTableDir("rt_open", tag);
 }
 
 std::string FileBytes(const std::string& path) {

@@ -31,17 +31,13 @@
 #include "engine/mapping/round_mapping.h"
 #include "gtest/gtest.h"
 #include "io/block_device.h"
+#include "tests/engine/table_dirs.h"
 
 namespace roundtable {
 namespace {
 
 std::string TempDir(const std::string& tag) {
-  static int counter = 0;
-  const std::string dir = testing::TempDir() + "/rt_table_" + tag + "_" +
-                          std::to_string(getpid()) + "_" +
-                          std::to_string(counter++);
-  EXPECT_TRUE(DestroyTable(dir).ok());
-  return dir;
+  return FreshTableDir("rt_table", tag);
 }
 
 std::string FileBytes(const std::string& path) {

@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "io/block_device.h"
 #include "roundtable/table.h"
+#include "tests/engine/table_dirs.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -26,12 +27,7 @@ namespace roundtable {
 namespace {
 
 std::string TempDir(const std::string& tag) {
-  static int counter = 0;
-  const std::string dir = testing::TempDir() + "/rt_values_" + tag + "_" +
-                          std::to_string(getpid()) + "_" +
-                          std::to_string(counter++);
-  std::filesystem::remove_all(dir);
-  return dir;
+  return FreshTableDir("rt_values", tag);
 }
 
 std::unique_ptr<Table> OpenOrDie(const Options& o, const std::string& dir) {
