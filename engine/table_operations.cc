@@ -47,9 +47,6 @@ absl::Status Table::Impl::Backup(const std::string& dir) {
   if (in::FileExists(dir, in::kBlocksFile)) {
     return absl::AlreadyExistsError(absl::StrCat("table ", dir, " exists"));
   }
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return io::FileError(errno, "mkdir", dir);
-  }
   // The files that hold the checkpoint, and their lengths at it. The log
   // and the journal are empty after a complete checkpoint: the copy makes
   // them anew.
@@ -66,6 +63,10 @@ absl::Status Table::Impl::Backup(const std::string& dir) {
   {
     MutexLock lock(&mu_);
     RT_RETURN_IF_ERROR(CheckWritable());
+    // Only once the backup can be made: a refused one leaves nothing.
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return io::FileError(errno, "mkdir", dir);
+    }
     RT_RETURN_IF_ERROR(error_.Note(CheckpointLocked(/*complete=*/true)));
     const std::array<io::BlockDevice*, 6> devices = {
         files_.stash.get(),    files_.buffer.get(),   files_.values.get(),

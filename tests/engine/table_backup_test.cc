@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "roundtable/table.h"
+#include "tests/engine/table_dirs.h"
 
 namespace roundtable {
 namespace {
@@ -20,10 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string TempDir(const std::string& name) {
-  const std::string dir =
-      testing::TempDir() + "/backup_" + name + "_" + std::to_string(getpid());
-  fs::remove_all(dir);
-  return dir;
+  return FreshTableDir("rt_backup", name);
 }
 
 std::map<std::string, std::string> Contents(Table& table) {
@@ -84,6 +82,10 @@ TEST(TableBackupTest, TheCopyHoldsTheTableAsItWas) {
   memory.backend = Backend::kMemory;
   EXPECT_EQ((*Table::Open(memory, "m"))->Backup(copy + "4").code(),
             absl::StatusCode::kFailedPrecondition);
+  // A refused backup leaves nothing behind.
+  for (const char* refused : {"2", "3", "4"}) {
+    EXPECT_FALSE(fs::exists(copy + refused)) << refused;
+  }
   fs::remove_all(dir);
   fs::remove_all(copy);
 }

@@ -20,6 +20,7 @@
 #include "engine/internal/kill_points.h"
 #include "gtest/gtest.h"
 #include "roundtable/table.h"
+#include "tests/engine/table_dirs.h"
 
 namespace roundtable {
 namespace {
@@ -28,10 +29,7 @@ namespace fs = std::filesystem;
 using Model = std::map<std::string, std::string>;
 
 std::string TempDir(const std::string& name) {
-  const std::string dir =
-      testing::TempDir() + "/rebuild_" + name + "_" + std::to_string(getpid());
-  fs::remove_all(dir);
-  return dir;
+  return FreshTableDir("rt_rebuild", name);
 }
 
 // A table of `block_size` with records of every kind: small, past the

@@ -270,7 +270,7 @@ class ROUNDTABLE_EXPORT Table {
   // writes in place: the log and the held blocks grow until the copy ends,
   // and Checkpoint and Close wait for it. One file read and written per
   // file of the table. FailedPrecondition on a read-only, closed or
-  // in-memory table.
+  // in-memory table, which makes no directory.
   absl::Status Backup(const std::string& dir);
 
   // Compacts the stash copy, checkpoints, and releases the files. Later
