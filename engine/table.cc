@@ -428,12 +428,12 @@ void Table::Impl::ShareMemory() {
   // left it two, so that a buffer at its limit does not move it to and fro.
   const uint64_t step = std::max<uint64_t>(
       layout_.block_size, std::min<uint64_t>(budget / 32, 2 << 20));
-  const uint64_t buffer = std::min(budget / 2, 2 * buffer_.memory_bytes());
-  const uint64_t want =
-      std::min(budget, (budget - buffer + step - 1) / step * step);
-  const uint64_t now = store_.cache_usable_bytes();
   const uint64_t whole = store_.cache_capacity_blocks() * layout_.block_size;
-  if (want < now || want >= now + 2 * step || (want >= whole && now < whole)) {
+  const uint64_t buffer = std::min(whole / 2, 2 * buffer_.memory_bytes());
+  const uint64_t want =
+      std::min(whole, (whole - buffer + step - 1) / step * step);
+  const uint64_t now = store_.cache_usable_bytes();
+  if (want < now || (want > now && want >= std::min(whole, now + 2 * step))) {
     store_.SetCacheUsable(want);
   }
 }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <fstream>
 #include <ostream>
+#include <tuple>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -80,18 +81,18 @@ absl::StatusOr<ServeOptions> ServeOptionsFromFlags() {
   o.config.event_loops = absl::GetFlag(FLAGS_event_loops);
   o.config.maxclients = absl::GetFlag(FLAGS_maxclients);
   o.config.protected_mode = absl::GetFlag(FLAGS_protected_mode);
-  for (const auto& [name, mb] :
-       {std::pair{"--cache_mb", absl::GetFlag(FLAGS_cache_mb)},
-        std::pair{"--write_buffer_mb", absl::GetFlag(FLAGS_write_buffer_mb)},
-        std::pair{"--memory_mb", absl::GetFlag(FLAGS_memory_mb)}}) {
+  for (const auto& [name, mb, bytes] :
+       {std::tuple{"--cache_mb", absl::GetFlag(FLAGS_cache_mb), &o.cache_bytes},
+        std::tuple{"--write_buffer_mb", absl::GetFlag(FLAGS_write_buffer_mb),
+                   &o.write_buffer_bytes},
+        std::tuple{"--memory_mb", absl::GetFlag(FLAGS_memory_mb),
+                   &o.memory_bytes}}) {
     if (mb > (~uint64_t{0} >> 20)) {
       return absl::InvalidArgumentError(
           absl::StrCat(name, "=", mb, " is more bytes than 64 bits hold"));
     }
+    *bytes = mb << 20;
   }
-  o.cache_bytes = absl::GetFlag(FLAGS_cache_mb) << 20;
-  o.write_buffer_bytes = absl::GetFlag(FLAGS_write_buffer_mb) << 20;
-  o.memory_bytes = absl::GetFlag(FLAGS_memory_mb) << 20;
   const std::string topology = absl::GetFlag(FLAGS_cluster_topology);
   const std::string node = absl::GetFlag(FLAGS_cluster_node);
   if (topology.empty() != node.empty()) {
