@@ -509,6 +509,53 @@ TEST_P(BlockDeviceContractTest, HintsBesideResizesChangeNothing) {
   }
 }
 
+// A log's appends, a few bytes at a time front to back, with the window
+// ahead announced as they go and the one behind given up: the mmap backend
+// faults the window in and stores to each of its pages on a thread of its
+// own, while the appends store into the same pages (the page being
+// appended to among them). Every byte reads as appended: no store of that
+// thread undid one of the writer's.
+TEST_P(BlockDeviceContractTest, AppendsBesideWindowHintsKeepEveryByte) {
+  constexpr uint64_t kBlocks = 512;  // 2 MiB
+  constexpr size_t kRecord = 61;     // not a divisor of a page
+  ASSERT_TRUE(device_->Resize(kBlocks).ok());
+  AlignedBuffer stage(kBlock);       // the block being appended to
+  AlignedBuffer expected(kBlocks * kBlock);
+  uint64_t block = 0;
+  size_t fill = 0;
+  uint8_t next = 1;
+  while (block < kBlocks) {
+    // The window from the block being appended to on, as a log announces
+    // it, so that the thread's stores meet the appends' pages.
+    if (fill == 0) {
+      device_->WillWrite(block, 8);
+      if (block >= 16) device_->DoneWith(block - 16, 8);
+    }
+    const size_t end = std::min<size_t>(fill + kRecord, kBlock);
+    for (size_t i = fill; i < end; ++i) {
+      stage.data()[i] = static_cast<std::byte>(next);
+      next = static_cast<uint8_t>(next % 255 + 1);  // never zero
+    }
+    ASSERT_TRUE(device_->WriteChanged(block, stage.span(), fill, end).ok());
+    std::memcpy(expected.data() + block * kBlock + fill, stage.data() + fill,
+                end - fill);
+    fill = end;
+    if (fill == kBlock) {
+      ++block;
+      fill = 0;
+      std::memset(stage.data(), 0, kBlock);
+    }
+  }
+  AlignedBuffer got(kBlocks * kBlock);
+  ASSERT_TRUE(device_->Read(0, got.span()).ok());
+  for (uint64_t b = 0; b < kBlocks; ++b) {
+    ASSERT_EQ(std::memcmp(got.data() + b * kBlock,
+                          expected.data() + b * kBlock, kBlock),
+              0)
+        << "block " << b;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, BlockDeviceContractTest,
                          testing::ValuesIn(Cases()),
                          [](const testing::TestParamInfo<BackendCase>& info) {
