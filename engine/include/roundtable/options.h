@@ -208,8 +208,8 @@ struct TableStats {
   uint64_t cache_bytes = 0;
   // Memory that scales with the table rather than with the budget, as the
   // table counts it (the allocator's own overhead aside): the stash's
-  // records, their index and their copy; and what is kept by bucket (the
-  // stash's and the write buffer's filters, the held blocks' summaries,
+  // records and their copy; and what is kept by bucket (the stash's and
+  // the write buffer's lists and filters, the held blocks' summaries,
   // the cache's index, the block map).
   uint64_t stash_memory_bytes = 0;
   uint64_t bucket_memory_bytes = 0;

@@ -1,7 +1,9 @@
 // The in-RAM stash against a model (a map from bucket to key-value map):
-// random adds, value changes, filtered removals and whole-list takes, with
-// Find checked for every key after every step, and the filters and counts
-// checked throughout.
+// random adds, value changes, filtered removals and whole-list takes over
+// buckets that grow in number as the test goes (the lists' array grows
+// under lists already there), with Find checked for every key, and the
+// filters, the counts and the walk of the lists in bucket order checked
+// throughout.
 #include "engine/internal/stash.h"
 
 #include <map>
@@ -32,7 +34,8 @@ TEST(StashTest, MatchesAModel) {
     return std::pair(n, bytes);
   };
   for (int step = 0; step < 20000; ++step) {
-    const uint64_t b = rng() % 50;
+    const uint64_t buckets = 50 + step / 100;  // 50 to 249
+    const uint64_t b = rng() % buckets;
     const std::string key = "k" + std::to_string(rng() % 400);
     const int op = static_cast<int>(rng() % 10);
     Record* found = stash.Find(b, key, TestHash(key));
@@ -67,7 +70,19 @@ TEST(StashTest, MatchesAModel) {
     ASSERT_EQ(stash.bytes(), bytes);
     if (step % 500 == 0) {
       ASSERT_TRUE(stash.Consistent(TestHash));
-      for (uint64_t bb = 0; bb < 50; ++bb) {
+      std::map<uint64_t, std::map<std::string, std::string>> walked;
+      uint64_t last = 0;
+      bool first = true;
+      stash.ForEachList([&](uint64_t bb, const Stash::List& l) {
+        EXPECT_TRUE(first || bb > last) << "bucket " << bb << " after " << last;
+        first = false;
+        last = bb;
+        for (const Stash::Entry& e : l) {
+          walked[bb].emplace(e.record.key(), e.record.value());
+        }
+      });
+      ASSERT_EQ(walked, model) << "step " << step;
+      for (uint64_t bb = 0; bb < buckets; ++bb) {
         for (int k = 0; k < 400; ++k) {
           const std::string kk = "k" + std::to_string(k);
           const Record* r = stash.Find(bb, kk, TestHash(kk));
