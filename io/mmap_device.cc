@@ -210,14 +210,15 @@ class MmapDevice final : public FileDevice {
     if (begin >= end || madvise(base_ + begin, end - begin, advice) != 0) {
       return;
     }
-    // Faulted in is not always written to cheaply: under a hypervisor that
-    // maps a guest's pages lazily (shadow page tables), the first store to
-    // each page still leaves the guest for microseconds (measured: 4 to 8
-    // us, on every page of the log, most of a small put's time). A store
-    // here takes that cost on this thread: one to each page, rewriting
-    // its first byte with itself, atomically, so that a record the writer
-    // stores there meanwhile is kept. Only where the pages are known to be
-    // in (the advice succeeded), so that it never faults one in itself.
+    // Faulted in is not always written to cheaply: on some virtual
+    // machines the first store of the process to each page faulted in
+    // still takes microseconds (4 to 8 us on every page of the log, a
+    // third of a small put's time, on the VM of docs/benchmarks.md), where
+    // a prefetch of its lines costs nothing. A store here takes that cost
+    // on this thread: one to each page, rewriting its first byte with
+    // itself, atomically, so that a record the writer stores there
+    // meanwhile is kept. Only where the pages are known to be in (the
+    // advice succeeded), so that it never faults one in itself.
     if (advice == MADV_POPULATE_WRITE) {
       for (uint64_t at = begin; at < end; at += page) TouchForWrite(base_ + at);
     }
