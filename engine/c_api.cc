@@ -3,11 +3,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "roundtable/c.h"
 #include "roundtable/table.h"
 #include "roundtable/version.h"
@@ -65,6 +67,110 @@ const WriteOptions& WriteOptionsOf(const rt_writeoptions* o) {
 
 std::string_view Bytes(const char* p, size_t n) {
   return n == 0 ? std::string_view() : std::string_view(p, n);
+}
+
+// TableStats' counters by their fields' names: the table's own, then the
+// ledgers' under their field's name and a dot.
+template <typename T>
+using Counters = std::pair<const char*, uint64_t T::*>;
+constexpr Counters<TableStats> kCounters[] = {
+    {"buckets", &TableStats::buckets},
+    {"min_buckets", &TableStats::min_buckets},
+    {"records", &TableStats::records},
+    {"stash_records", &TableStats::stash_records},
+    {"stash_bytes", &TableStats::stash_bytes},
+    {"buffered_records", &TableStats::buffered_records},
+    {"buffered_deletes", &TableStats::buffered_deletes},
+    {"buffered_bytes", &TableStats::buffered_bytes},
+    {"data_bytes", &TableStats::data_bytes},
+    {"s0", &TableStats::s0},
+    {"cache_hits", &TableStats::cache_hits},
+    {"held_hits", &TableStats::held_hits},
+    {"cache_misses", &TableStats::cache_misses},
+    {"cache_bytes", &TableStats::cache_bytes},
+    {"stash_memory_bytes", &TableStats::stash_memory_bytes},
+    {"bucket_memory_bytes", &TableStats::bucket_memory_bytes},
+    {"held_blocks", &TableStats::held_blocks},
+    {"unwritten_blocks", &TableStats::unwritten_blocks},
+    {"written_ahead", &TableStats::written_ahead},
+    {"value_count", &TableStats::value_count},
+    {"value_bytes", &TableStats::value_bytes},
+    {"value_file_bytes", &TableStats::value_file_bytes},
+    {"value_free_bytes", &TableStats::value_free_bytes},
+    {"wal_bytes", &TableStats::wal_bytes},
+    {"checkpoints", &TableStats::checkpoints},
+    {"recovered_records", &TableStats::recovered_records},
+    {"recovery_ns", &TableStats::recovery_ns},
+};
+constexpr Counters<roundtable::LogicalLedger> kLogical[] = {
+    {"get_reads", &roundtable::LogicalLedger::get_reads},
+    {"put_reads", &roundtable::LogicalLedger::put_reads},
+    {"put_writes", &roundtable::LogicalLedger::put_writes},
+    {"delete_reads", &roundtable::LogicalLedger::delete_reads},
+    {"delete_writes", &roundtable::LogicalLedger::delete_writes},
+    {"grow_reads", &roundtable::LogicalLedger::grow_reads},
+    {"grow_writes", &roundtable::LogicalLedger::grow_writes},
+    {"shrink_reads", &roundtable::LogicalLedger::shrink_reads},
+    {"shrink_writes", &roundtable::LogicalLedger::shrink_writes},
+    {"stash_copy_writes", &roundtable::LogicalLedger::stash_copy_writes},
+    {"buffer_drains", &roundtable::LogicalLedger::buffer_drains},
+    {"distribute_drains", &roundtable::LogicalLedger::distribute_drains},
+    {"grows", &roundtable::LogicalLedger::grows},
+    {"shrinks", &roundtable::LogicalLedger::shrinks},
+};
+constexpr std::pair<const char*, roundtable::IoStats TableStats::*>
+    kFiles[] = {
+        {"physical_blocks", &TableStats::physical_blocks},
+        {"physical_stash", &TableStats::physical_stash},
+        {"physical_wal", &TableStats::physical_wal},
+        {"physical_journal", &TableStats::physical_journal},
+        {"physical_buffer", &TableStats::physical_buffer},
+        {"physical_values", &TableStats::physical_values},
+        {"physical_spacemap", &TableStats::physical_spacemap},
+        {"physical_blockmap", &TableStats::physical_blockmap},
+};
+constexpr Counters<roundtable::IoStats> kIo[] = {
+    {"blocks_read", &roundtable::IoStats::blocks_read},
+    {"bytes_read", &roundtable::IoStats::bytes_read},
+    {"blocks_written", &roundtable::IoStats::blocks_written},
+    {"bytes_written", &roundtable::IoStats::bytes_written},
+    {"read_ops", &roundtable::IoStats::read_ops},
+    {"write_ops", &roundtable::IoStats::write_ops},
+    {"submissions", &roundtable::IoStats::submissions},
+    {"syncs", &roundtable::IoStats::syncs},
+    {"wait_ns", &roundtable::IoStats::wait_ns},
+};
+
+// The counter `name` of `of` in `counters`, if there is one.
+template <typename T, size_t N>
+std::optional<uint64_t> Find(const Counters<T> (&counters)[N], const T& of,
+                             std::string_view name) {
+  for (const auto& [field, member] : counters) {
+    if (name == field) return of.*member;
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<uint64_t> StatByName(const TableStats& s,
+                                    std::string_view name) {
+  if (auto v = Find(kCounters, s, name)) return *v;
+  if (name == "block_size") return s.block_size;
+  if (name == "block_records") return s.block_records;
+  if (name == "recovered_journal") return s.recovered_journal ? 1 : 0;
+  const size_t dot = name.find('.');
+  if (dot != std::string_view::npos) {
+    const std::string_view group = name.substr(0, dot);
+    const std::string_view field = name.substr(dot + 1);
+    if (group == "logical") {
+      if (auto v = Find(kLogical, s.logical, field)) return *v;
+    }
+    for (const auto& [file, ledger] : kFiles) {
+      if (group != file) continue;
+      if (auto v = Find(kIo, s.*ledger, field)) return *v;
+    }
+  }
+  return absl::InvalidArgumentError(
+      "unknown statistic \"" + std::string(name) + "\"");
 }
 
 }  // namespace
@@ -303,6 +409,14 @@ void rt_get_stats(rt_table* t, rt_stats* out) {
   out->cache_misses = s.cache_misses;
   out->block_reads = s.physical_blocks.blocks_read;
   out->block_writes = s.physical_blocks.blocks_written;
+}
+
+int rt_get_stat(rt_table* t, const char* name, uint64_t* value,
+                char** errmsg) {
+  const absl::StatusOr<uint64_t> got =
+      StatByName(t->table->GetStats(), name);
+  if (got.ok()) *value = *got;
+  return Report(got.status(), errmsg);
 }
 
 rt_iterator* rt_iterator_create(rt_table* t) {

@@ -206,6 +206,29 @@ static void test_reads_and_writes(void) {
   CHECK(st.block_size == 1024 && st.s0 == 4 && st.buckets >= 4);
   CHECK(st.value_count == 1 && st.value_bytes == big);
   CHECK(st.records + st.buffered_records >= 3);
+  /* Every counter by its name: the summary's agree, the others are there,
+     and an unknown name is refused with the value left as it was. */
+  {
+    uint64_t v = 0;
+    CHECK(rt_get_stat(t, "buckets", &v, &err) == RT_OK && v == st.buckets);
+    CHECK(rt_get_stat(t, "block_size", &v, &err) == RT_OK && v == 1024);
+    CHECK(rt_get_stat(t, "value_bytes", &v, &err) == RT_OK && v == big);
+    CHECK(rt_get_stat(t, "buffered_deletes", &v, &err) == RT_OK);
+    CHECK(rt_get_stat(t, "stash_memory_bytes", &v, &err) == RT_OK);
+    CHECK(rt_get_stat(t, "bucket_memory_bytes", &v, &err) == RT_OK && v > 0);
+    CHECK(rt_get_stat(t, "logical.grows", &v, &err) == RT_OK);
+    CHECK(rt_get_stat(t, "physical_wal.bytes_written", &v, &err) == RT_OK &&
+          v > 0);
+    CHECK(rt_get_stat(t, "recovered_journal", &v, &err) == RT_OK && v <= 1);
+    v = 7;
+    CHECK(rt_get_stat(t, "no_such_counter", &v, &err) == RT_INVALID_ARGUMENT);
+    CHECK(v == 7 && err != NULL && strstr(err, "no_such_counter") != NULL);
+    rt_free(err);
+    err = NULL;
+    EXPECT_CODE(rt_get_stat(t, "logical.", &v, &err), RT_INVALID_ARGUMENT);
+    EXPECT_CODE(rt_get_stat(t, "physical_wal.grows", &v, &err),
+                RT_INVALID_ARGUMENT);
+  }
   CHECK(rt_flush(t, &err) == RT_OK);
   CHECK(rt_checkpoint(t, &err) == RT_OK);
   CHECK(rt_sync(t, &err) == RT_OK);

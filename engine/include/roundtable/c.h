@@ -209,6 +209,14 @@ typedef struct rt_stats {
   uint64_t block_writes;
 } rt_stats;
 ROUNDTABLE_EXPORT void rt_get_stats(rt_table* table, rt_stats* stats);
+/* Any counter of TableStats by its field's name ("buffered_deletes",
+ * "cache_bytes", "stash_memory_bytes", ...), the ledgers' as
+ * "logical.<field>" and "physical_<file>.<field>" ("logical.grows",
+ * "physical_wal.bytes_written"), a flag as 0 or 1: RT_OK with *value, or
+ * RT_INVALID_ARGUMENT naming an unknown name (*value unchanged). Counters
+ * added to TableStats later come this way, rt_stats keeping its layout. */
+ROUNDTABLE_EXPORT int rt_get_stat(rt_table* table, const char* name,
+                                  uint64_t* value, char** errmsg);
 
 /* A walk over every record (Iterator in roundtable/table.h). key() and
  * value() point into the iterator, valid until the next rt_iterator_next
