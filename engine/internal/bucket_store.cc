@@ -225,10 +225,9 @@ EncodedBlock BucketStore::Rebuild(uint64_t b) {
 // append.
 TagFilter* BucketStore::NoteEdited(uint64_t b, Summary summary) {
   if (b >= held_.size()) {
-    const uint64_t size = std::max<uint64_t>(b + 1, 2 * held_.size());
-    held_.resize(size);
-    edited_at_.resize(size, 0);
-    queued_.resize(size, false);
+    held_.Cover(b + 1);
+    edited_at_.Cover(b + 1);
+    queued_.Cover(b + 1);
   }
   if (edited_at_[b] == 0) {
     // A kept filter that passes every tag summarizes nothing (a block

@@ -41,6 +41,7 @@
 #include "engine/internal/block_cache.h"
 #include "engine/internal/block_format.h"
 #include "engine/internal/block_map.h"
+#include "engine/internal/bucket_array.h"
 #include "engine/internal/deferred_device.h"
 #include "engine/internal/superblock.h"
 #include "engine/internal/tag_filter.h"
@@ -94,9 +95,8 @@ class BucketStore {
   // The memory of what the store keeps by bucket (held blocks' summaries
   // and index, the cache's index, the block map, the write-ahead queue).
   uint64_t bucket_bytes() const {
-    return held_.capacity() * sizeof(HeldSummary) +
-           edited_at_.capacity() * sizeof(uint64_t) + queued_.capacity() / 8 +
-           cache_.bucket_bytes() + blocks_->index_bytes() +
+    return held_.memory_bytes() + edited_at_.memory_bytes() +
+           queued_.memory_bytes() + cache_.bucket_bytes() + blocks_->index_bytes() +
            places_->bucket_bytes();
   }
 
@@ -338,7 +338,7 @@ class BucketStore {
     TagFilter filter = TagFilter::All();
     uint32_t append_point = 0;
   };
-  std::vector<HeldSummary> held_;
+  BucketArray<HeldSummary> held_;
   // The blocks edited since the last refresh (a deque: edit views point
   // at their filters while more are listed), and by bucket 1 + its index
   // there (0: not listed).
@@ -348,13 +348,13 @@ class BucketStore {
     Summary summary;
   };
   std::deque<Edited> edited_;
-  std::vector<uint64_t> edited_at_;
+  BucketArray<uint64_t> edited_at_;
   // Held buckets in the order their blocks were first edited since they
   // were last written (WriteAhead takes the oldest), and by bucket whether
   // it is in that queue; a bucket whose block a checkpoint took since
   // stays in it until WriteAhead passes it.
   std::deque<uint64_t> held_order_;
-  std::vector<bool> queued_;
+  BucketArray<bool> queued_;
   // The blocks being written ahead, at their places, and the thread that
   // writes them (started with the first batch): `state` is kIdle, kBusy
   // while it writes a batch, or kStop.
@@ -377,7 +377,7 @@ class BucketStore {
   // Lends the cache's slots to the deferred device and takes them back.
   class CacheLender final : public DeferredDevice::Lender {
    public:
-    CacheLender(BlockCache* cache, const std::vector<HeldSummary>* held)
+    CacheLender(BlockCache* cache, const BucketArray<HeldSummary>* held)
         : cache_(cache), held_(held) {}
     std::byte* Lend() override { return cache_->Lend(); }
     bool Owns(const std::byte* slot) const override {
@@ -388,7 +388,7 @@ class BucketStore {
    private:
     BlockCache* const cache_;
     // The store's held_.
-    const std::vector<HeldSummary>* const held_;
+    const BucketArray<HeldSummary>* const held_;
     std::vector<BlockCache::Returning> returning_;
   };
   CacheLender lender_{&cache_, &held_};

@@ -6,7 +6,10 @@
 // is, with no hash to probe and nothing to rehash as the stash grows: a
 // probe of a hash map of lists missed the CPU caches twice (its control
 // bytes, then its slot), a tenth of a fill's time past the budget. An
-// empty list takes 32 bytes, less than 1% of its bucket's block.
+// empty list takes 32 bytes, less than 1% of its bucket's block. The
+// arrays grow in chunks (BucketArray), so a growing table never moves the
+// lists it has: one array grown by a quarter moved 300,000 lists into
+// fresh pages within one write, 15 to 40 ms of it, at 10^7 records.
 //
 // Beside the lists, a 16-bit filter per bucket has bit (hash >> 16) % 16 set
 // for the hash of every key in the bucket's list, and is zero when there is
@@ -20,13 +23,12 @@
 #ifndef ROUNDTABLE_ENGINE_INTERNAL_STASH_H_
 #define ROUNDTABLE_ENGINE_INTERNAL_STASH_H_
 
-#include <algorithm>
 #include <cstdint>
 #include <string_view>
-#include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "engine/internal/block_format.h"
+#include "engine/internal/bucket_array.h"
 
 namespace roundtable::internal {
 
@@ -60,7 +62,7 @@ class Stash {
   }
   // Starts loading bucket b's list (where a record added there goes).
   void PrefetchList(uint64_t b) const {
-    if (b < lists_.size()) __builtin_prefetch(&lists_[b]);
+    if (b < filter_.size()) __builtin_prefetch(&lists_[b]);
   }
   // Starts loading the records of bucket b's list (reading the list).
   void PrefetchRecords(uint64_t b) const {
@@ -158,10 +160,9 @@ class Stash {
   uint64_t memory_bytes() const {
     return bytes_ + records_ * sizeof(Entry);
   }
-  // The memory of the filters and the lists' array, kept by bucket.
+  // The memory of the filters and the lists' arrays, kept by bucket.
   uint64_t bucket_bytes() const {
-    return filter_.capacity() * sizeof(uint16_t) +
-           lists_.capacity() * sizeof(List);
+    return filter_.memory_bytes() + lists_.memory_bytes();
   }
 
   // True when every stored hash is hash(key) and the filters are exactly
@@ -170,7 +171,7 @@ class Stash {
   bool Consistent(HashFn hash) const {
     if (lists_.size() != filter_.size()) return false;
     uint64_t with_list = 0;
-    for (uint64_t b = 0; b < lists_.size(); ++b) {
+    for (uint64_t b = 0; b < filter_.size(); ++b) {
       const List& list = lists_[b];
       if (list.empty()) {
         if (filter_[b] != 0) return false;
@@ -197,17 +198,11 @@ class Stash {
     return b < filter_.size() ? filter_[b] : 0;
   }
   bool HasList(uint64_t b) const { return FilterOf(b) != 0; }
-  // The filters and the lists grow together, by a quarter at a time: the
-  // buckets grow one by one, and the lists' array is most of what the
-  // stash keeps by bucket.
+  // The filters and the lists grow together.
   void SetFilter(uint64_t b, uint16_t filter) {
     if (b >= filter_.size()) {
-      const uint64_t n =
-          std::max<uint64_t>(b + 1, filter_.size() + filter_.size() / 4);
-      filter_.reserve(n);
-      filter_.resize(n);
-      lists_.reserve(n);
-      lists_.resize(n);
+      filter_.Cover(b + 1);
+      lists_.Cover(b + 1);
     }
     filter_[b] = filter;
   }
@@ -220,8 +215,8 @@ class Stash {
     --lists_count_;
   }
 
-  std::vector<List> lists_;       // by bucket; empty where it has none
-  std::vector<uint16_t> filter_;  // by bucket; nonzero iff it has a list
+  BucketArray<List> lists_;       // by bucket; empty where it has none
+  BucketArray<uint16_t> filter_;  // by bucket; nonzero iff it has a list
   uint64_t lists_count_ = 0;      // buckets with a list
   uint64_t records_ = 0;
   uint64_t bytes_ = 0;

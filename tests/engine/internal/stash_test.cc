@@ -1,7 +1,8 @@
 // The in-RAM stash against a model (a map from bucket to key-value map):
 // random adds, value changes, filtered removals and whole-list takes over
-// buckets that grow in number as the test goes (the lists' array grows
-// under lists already there), with Find checked for every key, and the
+// buckets that grow in number as the test goes (the lists' arrays grow
+// by chunks of 1,024 buckets under lists already there, three times), with
+// Find checked for every key, and the
 // filters, the counts and the walk of the lists in bucket order checked
 // throughout.
 #include "engine/internal/stash.h"
@@ -9,6 +10,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -33,10 +35,14 @@ TEST(StashTest, MatchesAModel) {
     }
     return std::pair(n, bytes);
   };
+  std::vector<std::string> keys;
+  for (int k = 0; k < 400; ++k) keys.push_back("k" + std::to_string(k));
   for (int step = 0; step < 20000; ++step) {
-    const uint64_t buckets = 50 + step / 100;  // 50 to 249
-    const uint64_t b = rng() % buckets;
-    const std::string key = "k" + std::to_string(rng() % 400);
+    const uint64_t buckets = 50 + step / 6;  // 50 to 3382
+    // Half the steps in the newest 64 buckets, where the lists are.
+    const uint64_t b = rng() % 2 ? rng() % buckets
+                                 : buckets - 1 - rng() % std::min<uint64_t>(64, buckets);
+    const std::string& key = keys[rng() % keys.size()];
     const int op = static_cast<int>(rng() % 10);
     Record* found = stash.Find(b, key, TestHash(key));
     auto& list = model[b];
@@ -83,8 +89,7 @@ TEST(StashTest, MatchesAModel) {
       });
       ASSERT_EQ(walked, model) << "step " << step;
       for (uint64_t bb = 0; bb < buckets; ++bb) {
-        for (int k = 0; k < 400; ++k) {
-          const std::string kk = "k" + std::to_string(k);
+        for (const std::string& kk : keys) {
           const Record* r = stash.Find(bb, kk, TestHash(kk));
           auto it = model.find(bb);
           const bool present = it != model.end() && it->second.count(kk);
