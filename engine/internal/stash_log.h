@@ -19,6 +19,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "engine/internal/huge_page_allocator.h"
 #include "io/block_device.h"
 
 namespace roundtable::internal {
@@ -69,7 +70,9 @@ class StashLog {
     std::string_view key() const { return {data, key_size}; }
     std::string_view value() const { return {data + key_size, value_size}; }
   };
-  using Live = std::vector<LiveRecord>;
+  // Its memory in huge pages once it is large: a list outgrown is made
+  // again, on the writer's path.
+  using Live = std::vector<LiveRecord, HugePageAllocator<LiveRecord>>;
 
   // Writes `live` as the whole log from block 0 under epoch + 1 and cuts the
   // file to it.
