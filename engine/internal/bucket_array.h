@@ -33,6 +33,8 @@ class BucketArray {
   BucketArray& operator=(BucketArray&&) noexcept = default;
 
   // The elements addressable now: [0, size()), a whole number of chunks.
+  // The kChunk elements of a chunk, from a multiple of kChunk on, lie
+  // side by side.
   uint64_t size() const { return chunks_.size() << kChunkBits; }
 
   T& operator[](uint64_t i) {

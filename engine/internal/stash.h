@@ -148,8 +148,18 @@ class Stash {
   // Calls fn(bucket, list) for every list, in the buckets' order.
   template <typename Fn>
   void ForEachList(Fn fn) const {
-    for (uint64_t b = 0; b < filter_.size(); ++b) {
-      if (filter_[b] != 0) fn(b, lists_[b]);
+    // A chunk at a time (its elements lie side by side), the lists that
+    // outgrew their one inline entry loading a few buckets ahead.
+    constexpr uint64_t kChunk = BucketArray<List>::kChunk, kAhead = 8;
+    for (uint64_t first = 0; first < filter_.size(); first += kChunk) {
+      const uint16_t* filter = &filter_[first];
+      const List* lists = &lists_[first];
+      for (uint64_t i = 0; i < kChunk; ++i) {
+        if (i + kAhead < kChunk && lists[i + kAhead].size() > 1) {
+          __builtin_prefetch(lists[i + kAhead].data());
+        }
+        if (filter[i] != 0) fn(first + i, lists[i]);
+      }
     }
   }
 
