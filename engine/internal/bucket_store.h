@@ -96,8 +96,8 @@ class BucketStore {
   // and index, the cache's index, the block map, the write-ahead queue).
   uint64_t bucket_bytes() const {
     return held_.memory_bytes() + edited_at_.memory_bytes() +
-           queued_.memory_bytes() + cache_.bucket_bytes() + blocks_->index_bytes() +
-           places_->bucket_bytes();
+           queued_.memory_bytes() + cache_.bucket_bytes() +
+           blocks_->index_bytes() + places_->bucket_bytes();
   }
 
   // Reads. The value of `key` (whose tag is `tag`) in bucket b's block into

@@ -40,8 +40,9 @@ TEST(StashTest, MatchesAModel) {
   for (int step = 0; step < 20000; ++step) {
     const uint64_t buckets = 50 + step / 6;  // 50 to 3382
     // Half the steps in the newest 64 buckets, where the lists are.
-    const uint64_t b = rng() % 2 ? rng() % buckets
-                                 : buckets - 1 - rng() % std::min<uint64_t>(64, buckets);
+    const uint64_t b =
+        rng() % 2 ? rng() % buckets
+                  : buckets - 1 - rng() % std::min<uint64_t>(64, buckets);
     const std::string& key = keys[rng() % keys.size()];
     const int op = static_cast<int>(rng() % 10);
     Record* found = stash.Find(b, key, TestHash(key));
@@ -57,7 +58,8 @@ TEST(StashTest, MatchesAModel) {
       list[key] = value;
     } else if (op < 9) {
       // Remove the records whose value length is odd.
-      stash.Filter(b, [](const Record& r) { return r.value().size() % 2 == 0; });
+      stash.Filter(b,
+                   [](const Record& r) { return r.value().size() % 2 == 0; });
       std::erase_if(list, [](const auto& kv) { return kv.second.size() % 2; });
     } else {
       const Stash::Taken taken = stash.Take(b);
