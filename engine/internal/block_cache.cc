@@ -7,10 +7,9 @@
 #include <cstring>
 
 #include "absl/container/fixed_array.h"
+#include "engine/internal/huge_page_allocator.h"
 
 namespace roundtable::internal {
-
-constexpr size_t kHugePage = size_t{2} << 20;
 
 BlockCache::BlockCache(uint64_t capacity_bytes, uint32_t block_size,
                        Summarize summarize)
@@ -22,11 +21,10 @@ BlockCache::BlockCache(uint64_t capacity_bytes, uint32_t block_size,
     // The arena is reserved at once (the pages are touched only as slots
     // fill, so an idle cache costs address space, not memory).
     const size_t bytes = capacity_blocks_ * block_size_;
-    arena_ = io::AlignedBuffer(bytes, kHugePage, /*zeroed=*/false);
+    arena_ = io::AlignedBuffer(bytes, kHugePageBytes, /*zeroed=*/false);
     // Random block lookups over a large arena miss the TLB on every access
     // with 4 KiB pages; transparent huge pages remove most of those walks.
-    // (Advice only: where THP is off this changes nothing.)
-    if (bytes >= kHugePage) madvise(arena_.data(), bytes, MADV_HUGEPAGE);
+    AdviseHugePages(arena_.data(), bytes);
     bucket_of_.assign(capacity_blocks_, kFree);
     if (summarize_ != nullptr) filter_.resize(capacity_blocks_);
     arena_base_ = arena_.data();

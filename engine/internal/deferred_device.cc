@@ -1,7 +1,5 @@
 #include "engine/internal/deferred_device.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -27,7 +25,7 @@ std::byte* DeferredDevice::Allocate() {
     const size_t bs = std::min<size_t>(block_size(), kChunkBytes);
     chunks_.emplace_back(std::max(kChunkBytes, bs), kChunkBytes,
                          /*zeroed=*/false);
-    madvise(chunks_.back().data(), chunks_.back().size(), MADV_HUGEPAGE);
+    AdviseHugePages(chunks_.back().data(), chunks_.back().size());
     for (size_t at = chunks_.back().size(); at >= bs; at -= bs) {
       free_.push_back(chunks_.back().data() + at - bs);
     }

@@ -27,6 +27,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "engine/internal/huge_page_allocator.h"
 #include "io/base/mutex.h"
 #include "io/block_device.h"
 
@@ -74,7 +75,7 @@ class DeferredDevice final : public io::BlockDevice {
   uint64_t index_bytes() const {
     return index_.capacity() * sizeof(std::byte*);
   }
-  static constexpr size_t kChunkBytes = size_t{2} << 20;
+  static constexpr size_t kChunkBytes = kHugePageBytes;
   // The held bytes of `block` for its owner to fill or edit in place: held
   // already, or a new slot (with unspecified bytes) held from now on.
   // REQUIRES: block < num_blocks().
