@@ -20,10 +20,13 @@
 # RT_BENCH_SERVE_FLAGS adds flags to every `roundtable serve` (say
 # --event_loops=2).
 #
-# ROUNDS rounds (3), the two servers' order swapped each round (each round
-# starts both afresh); prints each line's median requests per second, the
-# ratio, and each server's resident size after the round (the median), as
-# a Markdown table. docs/benchmarks.md, "The server beside redis-server".
+# ROUNDS rounds (3). Each round starts both servers afresh and runs them
+# side by side, each line against one and then the other (the order
+# swapped each round); prints each line's median requests per second and
+# the server's CPU time a request (all its threads, from /proc), the
+# ratios, and each server's resident size after the round (the median),
+# as a Markdown table. docs/benchmarks.md, "The server beside
+# redis-server".
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-3}
@@ -37,19 +40,20 @@ large_value=${RT_BENCH_LARGE_VALUE:-256}
 rt=${RT_CLI:-$top/build/tools/roundtable}
 [ -x "$rt" ] || "$top/tools/build.sh" build
 work=$(mktemp -d /tmp/serve_bench-XXXXXX)
-pid=""
+declare -A pids ports
 cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
   rm -rf "$work"
 }
 trap cleanup EXIT
 
 free_port() { python3 "$top/tools/free_port.py"; }
 
-# Starts server $1 on a fresh directory, with flags $2...; sets pid and
-# port.
+# Starts server $1 on a fresh directory, with flags $2...; records its
+# pid and port in pids[$1] and ports[$1].
 start() {
-  local server=$1
+  local server=$1 port
   shift
   rm -rf "${work:?}/$server"
   mkdir -p "$work/$server"
@@ -66,7 +70,8 @@ start() {
         --daemonize no --logfile "$work/$server.log" "$@" &
       ;;
   esac
-  pid=$!
+  pids[$server]=$!
+  ports[$server]=$port
   for ((i = 0; i < 300; i++)); do
     redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
     sleep 0.1
@@ -76,17 +81,38 @@ start() {
   exit 1
 }
 
-resident() { awk '/^VmRSS/ { print $2 * 1024 }' "/proc/$pid/status"; }
+stop() {
+  local server
+  for server in "${!pids[@]}"; do
+    kill "${pids[$server]}"
+    wait "${pids[$server]}" 2>/dev/null || true
+  done
+  pids=()
+}
 
-# redis-benchmark's lines $3 (-t) at pipeline $2 as CSV rows "server,line
-# Pn,rps", for server $1; the other flags follow.
+resident() { awk '/^VmRSS/ { print $2 * 1024 }' "/proc/${pids[$1]}/status"; }
+
+# The CPU time server $1 has used so far, all its threads, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/${pids[$1]}/stat"; }
+
+# One redis-benchmark line, -t $2 at pipeline $1 (the other flags follow,
+# -n first), against each server of $order in turn; appends
+# "server,line Pn,requests a second" and "server,line Pn CPU,us" (the
+# server's CPU time a request) to the results.
 bench() {
-  local server=$1 pipeline=$2 tests=$3
-  shift 3
-  redis-benchmark -p "$port" -c 50 -P "$pipeline" -t "$tests" --csv "$@" \
-    2>/dev/null |
-    awk -F'"' -v s="$server" -v p="$pipeline" -v pre="${prefix:-}" \
-      'NR > 1 && $2 != "" { print s "," pre $2 " P" p "," $4 }'
+  local pipeline=$1 tests=$2 n=$4 server before line
+  shift 2
+  for server in $order; do
+    before=$(cpu_ticks "$server")
+    line=$(redis-benchmark -p "${ports[$server]}" -c 50 -P "$pipeline" \
+      -t "$tests" --csv "$@" 2>/dev/null |
+      awk -F'"' 'NR > 1 && $2 != "" { print $2 "," $4 }')
+    awk -F, -v s="$server" -v p="$pipeline" -v pre="${prefix:-}" \
+      -v ticks=$(($(cpu_ticks "$server") - before)) -v hz="$hz" -v n="$n" '{
+        print s "," pre $1 " P" p "," $2
+        printf "%s,%s%s P%s CPU us,%.2f\n", s, pre, $1, p, ticks * 1e6 / hz / n
+      }' <<<"$line" >>"$work/results.csv"
+  done
 }
 
 # The large data set in SET requests (keys as redis-benchmark names them,
@@ -106,69 +132,70 @@ out.write(b"".join(chunk))
 EOF
 }
 
-# Loads the large data set into the server on $port; prints keys a second.
+# Loads the large data set into server $1; prints keys a second.
 load_large() {
   local t0 t1
   t0=$(date +%s.%N)
-  redis-cli -p "$port" --pipe <"$work/large.resp" >/dev/null 2>&1 || true
+  redis-cli -p "${ports[$1]}" --pipe <"$work/large.resp" >/dev/null 2>&1 || true
   t1=$(date +%s.%N)
   awk -v n="$large_keys" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / (b - a) }'
 }
 
-stop() {
-  kill "$pid"
-  wait "$pid" 2>/dev/null || true
-  pid=""
-}
-
+hz=$(getconf CLK_TCK)
 : >"$work/results.csv"
 large_requests >"$work/large.resp"
 large="large "
 for ((round = 1; round <= rounds; round++)); do
   if ((round % 2)); then order="roundtable redis"; else order="redis roundtable"; fi
-  for server in $order; do
-    start "$server"
-    for pipeline in 1 16; do
-      bench "$server" "$pipeline" set,get,incr,mset -n "$requests" \
-        -r "$keyspace" -d "$value" >>"$work/results.csv"
+  # Both servers run at once, and each line goes to one and then the
+  # other, so that a change in the machine's pace falls on both.
+  start roundtable
+  start redis
+  for pipeline in 1 16; do
+    for tests in set get incr mset; do
+      bench "$pipeline" "$tests" -n "$requests" -r "$keyspace" -d "$value"
     done
-    echo "$server,resident bytes,$(resident)" >>"$work/results.csv"
-    stop
-    if [ "$server" = roundtable ]; then
-      start roundtable --cache_mb=$((budget_mb * 3 / 4)) \
-        --write_buffer_mb=$((budget_mb / 4))
-    else
-      start redis
-    fi
-    {
-      echo "$server,${large}load (keys a second),$(load_large)"
-      prefix=$large bench "$server" 1 get -n "$requests" -r "$large_keys"
-      for tests in get set; do
-        prefix=$large bench "$server" 16 "$tests" -n "$requests" \
-          -r "$large_keys" -d "$large_value"
-      done
-      kept=$(redis-cli -p "$port" dbsize)
-      echo "$server,${large}keys kept,$kept"
-      # roundtable's budget is the one above.
-      [ "$server" = roundtable ] &&
-        echo "$server,${large}keys kept within the budget,$kept"
-      echo "$server,${large}resident bytes,$(resident)"
-    } >>"$work/results.csv"
-    stop
-    echo "serve_bench: round $round, $server done" >&2
   done
+  for server in $order; do
+    echo "$server,resident bytes,$(resident "$server")" >>"$work/results.csv"
+  done
+  stop
+  start roundtable --cache_mb=$((budget_mb * 3 / 4)) \
+    --write_buffer_mb=$((budget_mb / 4))
+  start redis
+  for server in $order; do
+    echo "$server,${large}load (keys a second),$(load_large "$server")" \
+      >>"$work/results.csv"
+  done
+  prefix=$large bench 1 get -n "$requests" -r "$large_keys"
+  for tests in get set; do
+    prefix=$large bench 16 "$tests" -n "$requests" -r "$large_keys" \
+      -d "$large_value"
+  done
+  for server in $order; do
+    kept=$(redis-cli -p "${ports[$server]}" dbsize)
+    echo "$server,${large}keys kept,$kept"
+    # roundtable's budget is the one above.
+    [ "$server" = roundtable ] &&
+      echo "$server,${large}keys kept within the budget,$kept"
+    echo "$server,${large}resident bytes,$(resident "$server")"
+  done >>"$work/results.csv"
+  stop
   # redis-server within the budget: how much of the data set it keeps.
   start redis --maxmemory "${budget_mb}mb" --maxmemory-policy noeviction
-  load_large >/dev/null
-  echo "redis,${large}keys kept within the budget,$(redis-cli -p "$port" dbsize)" \
+  load_large redis >/dev/null
+  echo "redis,${large}keys kept within the budget,$(redis-cli -p "${ports[redis]}" dbsize)" \
     >>"$work/results.csv"
   stop
+  echo "serve_bench: round $round done" >&2
 done
 
 echo "redis-benchmark, 50 clients, $requests requests a line, $keyspace keys, $value-byte values; medians of $rounds rounds"
 [ -n "${RT_BENCH_SERVE_FLAGS:-}" ] && echo "roundtable serve $RT_BENCH_SERVE_FLAGS"
 echo "large: $large_keys keys of $large_value bytes, a budget of $budget_mb MiB (roundtable: cache and write buffer; redis-server: none, and maxmemory for the keys kept within it)"
 echo "($(date -u +%F), commit $(git -C "$top" rev-parse --short HEAD), $(nproc) CPUs, $(uname -r))"
+echo
+echo "(CPU us: the server's CPU time a request, lower is better)"
 echo
 echo "| line | roundtable | redis-server | ratio |"
 echo "|---|---:|---:|---:|"
@@ -182,6 +209,7 @@ awk -F, '
   END {
     for (i = 0; i < n; i++) {
       r = median(v["roundtable|" order[i]]); d = median(v["redis|" order[i]])
-      printf "| %s | %.0f | %.0f | %s |\n", order[i], r, d, (d > 0 ? sprintf("%.2f", r / d) : "-")
+      f = order[i] ~ / CPU us$/ ? "%.2f" : "%.0f"
+      printf "| %s | " f " | " f " | %s |\n", order[i], r, d, (d > 0 ? sprintf("%.2f", r / d) : "-")
     }
   }' "$work/results.csv"
