@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <latch>
 #include <random>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -145,31 +144,27 @@ absl::StatusOr<double> Runner::Parallel(uint64_t ops, int threads,
   absl::Status first_error;
   std::mutex error_mu;
   std::latch ready(threads);
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      ready.arrive_and_wait();
-      starts[t] = Clock::now();
-      Clock::time_point now = starts[t];
-      const uint64_t end = ops * (t + 1) / threads;
-      for (uint64_t i = ops * t / threads; i < end; ++i) {
-        const Clock::time_point before = now;
-        absl::Status s = op(t, i);
-        now = Clock::now();
-        hists[t].Add(Nanos(before, now));
-        if (s.ok()) {
-          ++hits[t];
-        } else if (!absl::IsNotFound(s)) {
-          std::lock_guard<std::mutex> lock(error_mu);
-          if (first_error.ok()) first_error = s;
-          failed = true;
-        }
-        if (failed.load(std::memory_order_relaxed)) break;
+  pool_.Run(threads, [&](int t) {
+    ready.arrive_and_wait();
+    starts[t] = Clock::now();
+    Clock::time_point now = starts[t];
+    const uint64_t end = ops * (t + 1) / threads;
+    for (uint64_t i = ops * t / threads; i < end; ++i) {
+      const Clock::time_point before = now;
+      absl::Status s = op(t, i);
+      now = Clock::now();
+      hists[t].Add(Nanos(before, now));
+      if (s.ok()) {
+        ++hits[t];
+      } else if (!absl::IsNotFound(s)) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (first_error.ok()) first_error = s;
+        failed = true;
       }
-      ends[t] = now;
-    });
-  }
-  for (std::thread& w : workers) w.join();
+      if (failed.load(std::memory_order_relaxed)) break;
+    }
+    ends[t] = now;
+  });
   const double seconds =
       Nanos(*std::min_element(starts.begin(), starts.end()),
             *std::max_element(ends.begin(), ends.end())) *

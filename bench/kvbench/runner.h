@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "bench/kvbench/kv_engine.h"
+#include "bench/kvbench/worker_pool.h"
 #include "bench/kvbench/workload.h"
 
 namespace roundtable::kvbench {
@@ -132,6 +133,9 @@ class Runner {
   uint64_t records_ = 0;
   uint64_t expected_ = 0;
   bool open_sync_ = false;
+  // The workloads' threads: this one and the pool's, the same for every
+  // workload.
+  WorkerPool pool_;
 };
 
 }  // namespace roundtable::kvbench
