@@ -96,9 +96,9 @@ resident() { awk '/^VmRSS/ { print $2 * 1024 }' "/proc/${pids[$1]}/status"; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/${pids[$1]}/stat"; }
 
 # One redis-benchmark line, -t $2 at pipeline $1 (the other flags follow,
-# -n first), against each server of $order in turn; appends
-# "server,line Pn,requests a second" and "server,line Pn CPU,us" (the
-# server's CPU time a request) to the results.
+# -n first), against each server of $order in turn; appends the rows
+# "server,line Pn,requests a second" and "server,line Pn CPU us,the
+# server's CPU time a request in microseconds" to the results.
 bench() {
   local pipeline=$1 tests=$2 n=$4 server before line
   shift 2
