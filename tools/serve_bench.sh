@@ -95,22 +95,31 @@ resident() { awk '/^VmRSS/ { print $2 * 1024 }' "/proc/${pids[$1]}/status"; }
 # The CPU time server $1 has used so far, all its threads, in clock ticks.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/${pids[$1]}/stat"; }
 
+# The 512-byte sectors read so far from the disk that holds the servers'
+# files (every process's reads: the benchmark's are the only others).
+disk=/sys/dev/block/$(findmnt -no MAJ:MIN -T "$work" | tr -d ' ')/stat
+sectors_read() { awk '{ print $3 }' "$disk"; }
+
 # One redis-benchmark line, -t $2 at pipeline $1 (the other flags follow,
 # -n first), against each server of $order in turn; appends the rows
-# "server,line Pn,requests a second" and "server,line Pn CPU us,the
-# server's CPU time a request in microseconds" to the results.
+# "server,line Pn,requests a second", "server,line Pn CPU us,the server's
+# CPU time a request in microseconds" and, for the large data set,
+# "server,line Pn disk bytes,the bytes read from the disk a request".
 bench() {
-  local pipeline=$1 tests=$2 n=$4 server before line
+  local pipeline=$1 tests=$2 n=$4 server before sectors line
   shift 2
   for server in $order; do
     before=$(cpu_ticks "$server")
+    sectors=$(sectors_read)
     line=$(redis-benchmark -p "${ports[$server]}" -c 50 -P "$pipeline" \
       -t "$tests" --csv "$@" 2>/dev/null |
       awk -F'"' 'NR > 1 && $2 != "" { print $2 "," $4 }')
     awk -F, -v s="$server" -v p="$pipeline" -v pre="${prefix:-}" \
-      -v ticks=$(($(cpu_ticks "$server") - before)) -v hz="$hz" -v n="$n" '{
+      -v ticks=$(($(cpu_ticks "$server") - before)) -v hz="$hz" -v n="$n" \
+      -v sectors=$(($(sectors_read) - sectors)) '{
         print s "," pre $1 " P" p "," $2
         printf "%s,%s%s P%s CPU us,%.2f\n", s, pre, $1, p, ticks * 1e6 / hz / n
+        if (pre != "") printf "%s,%s%s P%s disk bytes,%.0f\n", s, pre, $1, p, sectors * 512 / n
       }' <<<"$line" >>"$work/results.csv"
   done
 }
