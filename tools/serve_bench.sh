@@ -100,22 +100,23 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/${pids[$1]}/stat"; }
 disk=/sys/dev/block/$(findmnt -no MAJ:MIN -T "$work" | tr -d ' ')/stat
 sectors_read() { awk '{ print $3 }' "$disk"; }
 
-# One redis-benchmark line, -t $2 at pipeline $1 (the other flags follow,
-# -n first), against each server of $order in turn; appends the rows
+# One redis-benchmark line of $requests requests, -t $2 at pipeline $1
+# (the other flags follow), against each server of $order in turn;
+# appends the rows
 # "server,line Pn,requests a second", "server,line Pn CPU us,the server's
 # CPU time a request in microseconds" and, for the large data set,
 # "server,line Pn disk bytes,the bytes read from the disk a request".
 bench() {
-  local pipeline=$1 tests=$2 n=$4 server before sectors line
+  local pipeline=$1 tests=$2 server before sectors line
   shift 2
   for server in $order; do
     before=$(cpu_ticks "$server")
     sectors=$(sectors_read)
     line=$(redis-benchmark -p "${ports[$server]}" -c 50 -P "$pipeline" \
-      -t "$tests" --csv "$@" 2>/dev/null |
+      -t "$tests" -n "$requests" --csv "$@" 2>/dev/null |
       awk -F'"' 'NR > 1 && $2 != "" { print $2 "," $4 }')
     awk -F, -v s="$server" -v p="$pipeline" -v pre="${prefix:-}" \
-      -v ticks=$(($(cpu_ticks "$server") - before)) -v hz="$hz" -v n="$n" \
+      -v ticks=$(($(cpu_ticks "$server") - before)) -v hz="$hz" -v n="$requests" \
       -v sectors=$(($(sectors_read) - sectors)) '{
         print s "," pre $1 " P" p "," $2
         printf "%s,%s%s P%s CPU us,%.2f\n", s, pre, $1, p, ticks * 1e6 / hz / n
@@ -162,7 +163,7 @@ for ((round = 1; round <= rounds; round++)); do
   start redis
   for pipeline in 1 16; do
     for tests in set get incr mset; do
-      bench "$pipeline" "$tests" -n "$requests" -r "$keyspace" -d "$value"
+      bench "$pipeline" "$tests" -r "$keyspace" -d "$value"
     done
   done
   for server in $order; do
@@ -176,9 +177,9 @@ for ((round = 1; round <= rounds; round++)); do
     echo "$server,${large}load (keys a second),$(load_large "$server")" \
       >>"$work/results.csv"
   done
-  prefix=$large bench 1 get -n "$requests" -r "$large_keys"
+  prefix=$large bench 1 get -r "$large_keys"
   for tests in get set; do
-    prefix=$large bench 16 "$tests" -n "$requests" -r "$large_keys" \
+    prefix=$large bench 16 "$tests" -r "$large_keys" \
       -d "$large_value"
   done
   for server in $order; do

@@ -32,7 +32,6 @@ inline void AdviseHugePages(void* p, size_t bytes) {
 template <typename T>
 struct HugePageAllocator {
   using value_type = T;
-  static constexpr size_t kHugePage = kHugePageBytes;
 
   HugePageAllocator() = default;
   template <typename U>
@@ -43,15 +42,15 @@ struct HugePageAllocator {
       throw std::bad_array_new_length();
     }
     const size_t bytes = n * sizeof(T);
-    if (bytes < kHugePage) return std::allocator<T>().allocate(n);
+    if (bytes < kHugePageBytes) return std::allocator<T>().allocate(n);
     const size_t whole = Whole(bytes);
-    void* p = std::aligned_alloc(kHugePage, whole);
+    void* p = std::aligned_alloc(kHugePageBytes, whole);
     if (p == nullptr) throw std::bad_alloc();
     AdviseHugePages(p, whole);
     return static_cast<T*>(p);
   }
   void deallocate(T* p, size_t n) {
-    if (n * sizeof(T) < kHugePage) {
+    if (n * sizeof(T) < kHugePageBytes) {
       std::allocator<T>().deallocate(p, n);
       return;
     }
@@ -65,7 +64,7 @@ struct HugePageAllocator {
 
  private:
   static size_t Whole(size_t bytes) {
-    return (bytes + kHugePage - 1) / kHugePage * kHugePage;
+    return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
   }
 };
 

@@ -15,20 +15,19 @@ namespace roundtable::internal {
 namespace {
 
 using Big = std::vector<uint64_t, HugePageAllocator<uint64_t>>;
-constexpr size_t kHugePage = HugePageAllocator<uint64_t>::kHugePage;
 
 TEST(HugePageAllocatorTest, GrowsFromSmallToHugeKeepingEveryElement) {
   std::mt19937_64 rng(3);
   Big v;
   std::vector<uint64_t> model;
   bool saw_large = false;
-  while (model.size() < 3 * kHugePage / sizeof(uint64_t)) {
+  while (model.size() < 3 * kHugePageBytes / sizeof(uint64_t)) {
     const uint64_t x = rng();
     v.push_back(x);
     model.push_back(x);
-    if (v.capacity() * sizeof(uint64_t) >= kHugePage) {
+    if (v.capacity() * sizeof(uint64_t) >= kHugePageBytes) {
       saw_large = true;
-      ASSERT_EQ(reinterpret_cast<uintptr_t>(v.data()) % kHugePage, 0u)
+      ASSERT_EQ(reinterpret_cast<uintptr_t>(v.data()) % kHugePageBytes, 0u)
           << "capacity " << v.capacity();
     }
   }
@@ -47,8 +46,8 @@ TEST(HugePageAllocatorTest, GrowsFromSmallToHugeKeepingEveryElement) {
 }
 
 TEST(HugePageAllocatorTest, ReservesExactlyAcrossTheThreshold) {
-  for (const size_t n : {size_t{1}, kHugePage / 8 - 1, kHugePage / 8,
-                         kHugePage / 8 + 1, 5 * kHugePage / 8 + 3}) {
+  for (const size_t n : {size_t{1}, kHugePageBytes / 8 - 1, kHugePageBytes / 8,
+                         kHugePageBytes / 8 + 1, 5 * kHugePageBytes / 8 + 3}) {
     Big v;
     v.reserve(n);
     ASSERT_GE(v.capacity(), n);
