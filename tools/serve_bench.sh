@@ -96,9 +96,12 @@ resident() { awk '/^VmRSS/ { print $2 * 1024 }' "/proc/${pids[$1]}/status"; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/${pids[$1]}/stat"; }
 
 # The 512-byte sectors read so far from the disk that holds the servers'
-# files (every process's reads: the benchmark's are the only others).
+# files (every process's reads: the benchmark's are the only others); 0
+# where the files lie on no block device of its own (tmpfs, btrfs), whose
+# lines then have no disk row.
 disk=/sys/dev/block/$(findmnt -no MAJ:MIN -T "$work" | tr -d ' ')/stat
-sectors_read() { awk '{ print $3 }' "$disk"; }
+[[ -r $disk ]] || disk=
+sectors_read() { if [[ -n $disk ]]; then awk '{ print $3 }' "$disk"; else echo 0; fi; }
 
 # One redis-benchmark line of $requests requests, -t $2 at pipeline $1
 # (the other flags follow), against each server of $order in turn;
@@ -117,10 +120,10 @@ bench() {
       awk -F'"' 'NR > 1 && $2 != "" { print $2 "," $4 }')
     awk -F, -v s="$server" -v p="$pipeline" -v pre="${prefix:-}" \
       -v ticks=$(($(cpu_ticks "$server") - before)) -v hz="$hz" -v n="$requests" \
-      -v sectors=$(($(sectors_read) - sectors)) '{
+      -v sectors=$(($(sectors_read) - sectors)) -v disk="$disk" '{
         print s "," pre $1 " P" p "," $2
         printf "%s,%s%s P%s CPU us,%.2f\n", s, pre, $1, p, ticks * 1e6 / hz / n
-        if (pre != "") printf "%s,%s%s P%s disk bytes,%.0f\n", s, pre, $1, p, sectors * 512 / n
+        if (pre != "" && disk != "") printf "%s,%s%s P%s disk bytes,%.0f\n", s, pre, $1, p, sectors * 512 / n
       }' <<<"$line" >>"$work/results.csv"
   done
 }
