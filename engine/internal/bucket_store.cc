@@ -31,6 +31,13 @@ BucketStore::BucketStore(io::BlockDevice* file, io::BlockDevice* map_file,
     sealed.set_checkpoint(sealing_);
     sealed.Seal();
   });
+  // A block written ahead of the next checkpoint is stamped with that
+  // checkpoint's sequence and sealed by the thread that writes it.
+  blocks_->set_leaving_seal([this](std::span<std::byte> bytes) {
+    EncodedBlock sealed(bytes);
+    sealed.set_checkpoint(ahead_.sequence);
+    sealed.Seal();
+  });
   blocks_->set_lender(&lender_);
 }
 
@@ -279,6 +286,8 @@ absl::Status BucketStore::WriteAhead(uint64_t keep_bytes, size_t most,
   if (held <= keep_bytes) return absl::OkStatus();
   std::vector<io::WriteRequest>& batch = ahead_.blocks;
   batch.clear();
+  ahead_.slots.clear();
+  ahead_.sequence = sequence;
   // Buckets passed over (no longer held, or frozen and held anew) count
   // too, so that a call looks at a bounded number.
   for (size_t looked = 0; looked < 4 * most && batch.size() < most &&
@@ -291,12 +300,11 @@ absl::Status BucketStore::WriteAhead(uint64_t keep_bytes, size_t most,
     const uint64_t block = b + kHeaderBlocks;
     std::byte* bytes = blocks_->Held(block);
     if (b >= buckets || bytes == nullptr) continue;
-    // Stamped and checksummed as a checkpoint's thread seals a block.
-    EncodedBlock sealed(std::span<std::byte>(bytes, block_size_));
-    sealed.set_checkpoint(sequence);
-    sealed.Seal();
+    // Stamped and checksummed by the thread that writes it, as a
+    // checkpoint's thread seals a frozen block.
     blocks_->Detach(block);
     batch.push_back({b, {bytes, block_size_}});
+    ahead_.slots.push_back({bytes, block_size_});
   }
   if (batch.empty()) return absl::OkStatus();
   // From here on FinishAhead gives the blocks back: written, or (on
@@ -318,6 +326,7 @@ absl::Status BucketStore::WriteAhead(uint64_t keep_bytes, size_t most,
           if (ahead_.state.load(std::memory_order_acquire) == Ahead::kStop) {
             return;
           }
+          blocks_->SealLeaving(ahead_.slots);
           ahead_.status = file.WriteBatch(ahead_.blocks);
           KillPoint("write-ahead: blocks written");
           ahead_.state.store(Ahead::kIdle, std::memory_order_release);
@@ -325,7 +334,8 @@ absl::Status BucketStore::WriteAhead(uint64_t keep_bytes, size_t most,
         }
       });
     } catch (const std::system_error&) {
-      // No thread: written here.
+      // No thread: sealed and written here.
+      blocks_->SealLeaving(ahead_.slots);
       ahead_.status = places_->file().WriteBatch(batch);
       return ahead_.status;
     }

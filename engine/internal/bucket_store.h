@@ -361,6 +361,10 @@ class BucketStore {
   struct Ahead {
     enum State : int { kIdle, kBusy, kStop };
     std::vector<io::WriteRequest> blocks;
+    // Their slots, unsealed until the thread seals them, and the sequence
+    // it stamps them with (that of the next checkpoint).
+    std::vector<std::span<std::byte>> slots;
+    uint64_t sequence = 0;
     absl::Status status;
     std::atomic<int> state{kIdle};
     std::thread thread;

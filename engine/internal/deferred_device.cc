@@ -71,6 +71,18 @@ void DeferredDevice::SealFrozen() {
   }
 }
 
+void DeferredDevice::SealLeaving(std::span<const std::span<std::byte>> slots) {
+  constexpr size_t kBatch = 64;
+  for (size_t i = 0; i < slots.size();) {
+    MutexLock lock(&frozen_mu_);
+    for (const size_t end = std::min(i + kBatch, slots.size()); i < end; ++i) {
+      leaving_seal_(slots[i]);
+    }
+  }
+  MutexLock lock(&frozen_mu_);
+  leaving_sealed_ = true;
+}
+
 bool DeferredDevice::ReleaseFrozen(size_t n) {
   if (!releasing_) releasing_ = frozen_.begin();
   HeldMap::iterator& it = *releasing_;
@@ -114,7 +126,13 @@ absl::Status DeferredDevice::DoRead(uint64_t block,
     if (const std::byte* held = Held(block + i)) {
       std::memcpy(out.data(), held, bs);
     } else if (const std::byte* detached = Detached(block + i)) {
-      std::memcpy(out.data(), detached, bs);
+      bool sealed;
+      {
+        MutexLock lock(&frozen_mu_);
+        std::memcpy(out.data(), detached, bs);
+        sealed = leaving_sealed_;
+      }
+      if (!sealed) leaving_seal_(out);
     } else if (CutOff(block + i) || block + i >= inner_->num_blocks()) {
       std::memset(out.data(), 0, bs);
     } else if (auto it = FrozenImage(block + i); it != frozen_.end()) {
@@ -184,6 +202,10 @@ void DeferredDevice::Detach(uint64_t block) {
   std::byte* slot = Held(block);
   index_[block] = nullptr;
   held_.erase(block);
+  if (leaving_seal_ && detached_.empty()) {
+    MutexLock lock(&frozen_mu_);
+    leaving_sealed_ = false;
+  }
   detached_.emplace(block, HeldBlock{slot, block_size()});
 }
 

@@ -82,13 +82,15 @@ class DeferredDevice final : public io::BlockDevice {
   std::span<std::byte> Hold(uint64_t block);
   // Forgets the held bytes of `block` (its owner returns it unchanged).
   void Release(uint64_t block);
-  // Held `block`, sealed, leaves for the inner device: its owner writes
-  // it there on another thread (a bucket block written ahead of the next
-  // checkpoint), reading its bytes, which nothing changes until
-  // FinishLeaving. Meanwhile it is not held, and its bytes answer reads
-  // (FrozenCurrent; a write holds it anew, as a frozen block). A frozen
-  // block held anew may leave too: its frozen image stays as it is for
-  // the checkpoint's thread, but no read sees it again.
+  // Held `block` leaves for the inner device: its owner writes it there
+  // on another thread (a bucket block written ahead of the next
+  // checkpoint), reading its bytes, which nothing but the leaving seal
+  // changes until FinishLeaving. With a leaving seal (set_leaving_seal)
+  // it leaves unsealed, and that thread seals it first (SealLeaving).
+  // Meanwhile it is not held, and its bytes answer reads (FrozenCurrent; a
+  // write holds it anew, as a frozen block). A frozen block held anew may
+  // leave too: its frozen image stays as it is for the checkpoint's
+  // thread, but no read sees it again.
   // REQUIRES: the block is held.
   void Detach(uint64_t block);
   // The blocks detached since the last call: `written` to the inner
@@ -161,6 +163,18 @@ class DeferredDevice final : public io::BlockDevice {
   // Applies the seal to every frozen block; may run on any thread while
   // others read (each read of a frozen block waits for at most a batch).
   void SealFrozen();
+  // How a leaving block's image is made whole for storage, as the seal
+  // above is a frozen one's (the seal of a write ahead of the next
+  // checkpoint, whose sequence differs): the blocks detached since the
+  // last FinishLeaving are sealed by SealLeaving, given their slots, on
+  // any thread while others read; a read of one before that seals its
+  // own copy.
+  using LeavingSeal = std::function<void(std::span<std::byte>)>;
+  void set_leaving_seal(LeavingSeal seal) { leaving_seal_ = std::move(seal); }
+  // Applies the leaving seal to `slots`: the bytes of every block detached
+  // since the last FinishLeaving (each read of one waits for at most a
+  // batch).
+  void SealLeaving(std::span<const std::span<std::byte>> slots);
   // Frees the frozen blocks: call once their writes reached the inner
   // device.
   void ReleaseFrozen() { ReleaseFrozen(frozen_.size()); }
@@ -252,12 +266,16 @@ class DeferredDevice final : public io::BlockDevice {
   std::vector<io::AlignedBuffer> chunks_;
   std::vector<std::byte*> free_;
   Seal seal_;
+  LeavingSeal leaving_seal_;
   Lender* lender_ = nullptr;
-  // Guards the bytes of the frozen blocks while SealFrozen changes them.
+  // Guards the bytes of the frozen and the leaving blocks while
+  // SealFrozen or SealLeaving changes them.
   Mutex frozen_mu_;
   // Every frozen block is sealed (or there is no seal): a read of one
   // needs no seal of its own.
   bool frozen_sealed_ ABSL_GUARDED_BY(frozen_mu_) = true;
+  // The same of the leaving (detached) blocks.
+  bool leaving_sealed_ ABSL_GUARDED_BY(frozen_mu_) = true;
 };
 
 }  // namespace roundtable::internal

@@ -458,5 +458,68 @@ TEST(DeferredDeviceTest, ReadsOfFrozenBlocksAreSealedBeforeTheBlocksAre) {
   device.ReleaseFrozen();
 }
 
+// With a leaving seal, detached blocks leave unsealed until SealLeaving
+// (the writing thread's); a read meanwhile gets a sealed copy, a read
+// racing it the same sealed bytes, and a read after it seals nothing;
+// the next blocks to leave are unsealed again.
+TEST(DeferredDeviceTest, ReadsOfLeavingBlocksAreSealedBeforeTheBlocksAre) {
+  auto inner = io::NewMemoryDevice(kBlock);
+  ASSERT_TRUE(inner->Resize(200).ok());
+  DeferredDevice device(inner.get());
+  // The seal writes the batch's mark into the block's first byte.
+  std::atomic<int> seals{0};
+  std::atomic<char> mark{'s'};
+  device.set_leaving_seal([&](std::span<std::byte> bytes) {
+    bytes[0] = static_cast<std::byte>(mark.load());
+    seals.fetch_add(1);
+  });
+  io::AlignedBuffer buffer(kBlock);
+  std::memset(buffer.data(), 'x', kBlock);
+  auto leave = [&](uint64_t from, uint64_t to) {
+    std::vector<std::span<std::byte>> slots;
+    for (uint64_t b = from; b < to; ++b) {
+      EXPECT_TRUE(device.Write(b, buffer.span()).ok());
+      slots.push_back({device.Held(b), kBlock});
+      device.Detach(b);
+    }
+    return slots;
+  };
+  auto first_byte = [&](uint64_t b) {
+    io::AlignedBuffer out(kBlock);
+    EXPECT_TRUE(device.Read(b, out.span()).ok());
+    EXPECT_EQ(static_cast<char>(out.data()[1]), 'x');
+    return static_cast<char>(out.data()[0]);
+  };
+  std::vector<std::span<std::byte>> slots = leave(0, 200);
+  EXPECT_EQ(first_byte(7), 's');
+  EXPECT_EQ(static_cast<char>(slots[7][0]), 'x');  // the block's own bytes
+  EXPECT_EQ(static_cast<char>(device.FrozenCurrent(7)[1]), 'x');
+  std::thread sealer([&] { device.SealLeaving(slots); });
+  for (int round = 0; round < 5; ++round) {
+    for (uint64_t b = 0; b < 200; ++b) ASSERT_EQ(first_byte(b), 's');
+  }
+  sealer.join();
+  for (const std::span<std::byte> slot : slots) {
+    ASSERT_EQ(static_cast<char>(slot[0]), 's');
+  }
+  seals = 0;
+  for (uint64_t b = 0; b < 200; ++b) ASSERT_EQ(first_byte(b), 's');
+  EXPECT_EQ(seals.load(), 0);
+  // Written and back: the inner device answers. The next batch leaves
+  // unsealed, and its reads seal their copies with its mark.
+  for (uint64_t b = 0; b < 200; ++b) {
+    ASSERT_TRUE(inner->Write(b, {slots[b].data(), kBlock}).ok());
+  }
+  device.FinishLeaving(/*written=*/true);
+  mark = 't';
+  slots = leave(10, 20);
+  EXPECT_EQ(first_byte(12), 't');
+  EXPECT_EQ(first_byte(30), 's');  // written before, read from the device
+  EXPECT_EQ(static_cast<char>(slots[2][0]), 'x');
+  device.SealLeaving(slots);
+  EXPECT_EQ(static_cast<char>(slots[2][0]), 't');
+  device.FinishLeaving(/*written=*/true);
+}
+
 }  // namespace
 }  // namespace roundtable::internal
