@@ -97,7 +97,8 @@ absl::Status BucketStore::Load(uint64_t b, std::span<std::byte> out) {
 }
 
 absl::Status BucketStore::ReadBlocks(std::span<const uint64_t> buckets,
-                                     std::span<io::AlignedBuffer> out) {
+                                     std::span<io::AlignedBuffer> out,
+                                     bool cache) {
   std::vector<uint64_t> missed;
   std::vector<io::ReadRequest> reads;
   for (size_t i = 0; i < buckets.size(); ++i) {
@@ -113,15 +114,16 @@ absl::Status BucketStore::ReadBlocks(std::span<const uint64_t> buckets,
     missed.push_back(buckets[i]);
     reads.push_back({buckets[i] + kHeaderBlocks, out[i].span()});
   }
-  return ReadAndCache(missed, reads);
+  return ReadAndCache(missed, reads, cache);
 }
 
 absl::Status BucketStore::ReadAndCache(std::span<const uint64_t> buckets,
-                                       std::span<const io::ReadRequest> reads) {
+                                       std::span<const io::ReadRequest> reads,
+                                       bool cache) {
   RT_RETURN_IF_ERROR(blocks_->ReadBatch(reads));
   for (size_t r = 0; r < buckets.size(); ++r) {
     RT_RETURN_IF_ERROR(VerifyBlock(reads[r].buffer, buckets[r]));
-    cache_.Insert(buckets[r], reads[r].buffer);
+    if (cache) cache_.Insert(buckets[r], reads[r].buffer);
   }
   return absl::OkStatus();
 }

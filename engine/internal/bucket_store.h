@@ -127,9 +127,11 @@ class BucketStore {
   absl::Status Load(uint64_t b, std::span<std::byte> out);
   // The blocks of `buckets` (distinct) into `out`, as Load does each, but
   // with the ones only the device holds read in one batch (one submission
-  // for all of them).
+  // for all of them), and cached only if `cache` (not the blocks a grow or
+  // a shrink reads, made anew right after: a copy each, and a clean block
+  // evicted for it).
   absl::Status ReadBlocks(std::span<const uint64_t> buckets,
-                          std::span<io::AlignedBuffer> out);
+                          std::span<io::AlignedBuffer> out, bool cache = true);
 
   // Reads the blocks of `buckets` that are not in memory in one batch (one
   // submission), each into a slot the cache lends, verified, and caches
@@ -281,9 +283,9 @@ class BucketStore {
   static bool FindIn(std::span<const std::byte> bytes, std::string_view key,
                      uint16_t tag, std::string* value);
   // Reads `reads` (the blocks of `buckets`, in order) in one batch,
-  // verifies each and caches it.
+  // verifies each and caches it if `cache`.
   absl::Status ReadAndCache(std::span<const uint64_t> buckets,
-                            std::span<const io::ReadRequest> reads);
+                            std::span<const io::ReadRequest> reads, bool cache);
   // Find's read of a block that is neither cached nor held.
   absl::StatusOr<bool> FindOnDevice(uint64_t b, std::string_view key,
                                     uint16_t tag, std::string* value);

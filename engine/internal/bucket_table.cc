@@ -186,7 +186,8 @@ absl::StatusOr<std::span<io::AlignedBuffer>> BucketTable::LoadBlocks(
   }
   std::span<io::AlignedBuffer> bytes =
       std::span<io::AlignedBuffer>(source_blocks_).first(buckets.size());
-  RT_RETURN_IF_ERROR(store_->ReadBlocks(buckets, bytes));
+  // Made anew next (or, a shrink's target, dropped): not cached.
+  RT_RETURN_IF_ERROR(store_->ReadBlocks(buckets, bytes, /*cache=*/false));
   return bytes;
 }
 

@@ -130,6 +130,26 @@ TEST_F(BucketStoreTest, ABatchReadsEachUncachedBlockOnce) {
   EXPECT_TRUE(store.Cached(7));
 }
 
+// A grow's or shrink's read of the blocks it makes anew next caches none:
+// the same reads, verified, and the cache as it was.
+TEST_F(BucketStoreTest, ABatchForBlocksMadeAnewCachesNone) {
+  BucketStore store(file_.get(), map_.get(), kBlock, 0, 64 * kBlock);
+  ASSERT_TRUE(store.LoadPlaces(kBuckets, /*stored=*/false).ok());
+  EXPECT_EQ(FindIn(store, 1, "x"), "");  // cached
+  const std::vector<uint64_t> buckets = {1, 2, 3};
+  std::vector<io::AlignedBuffer> out;
+  for (size_t i = 0; i < buckets.size(); ++i) out.emplace_back(kBlock);
+  const io::IoStats before = file_->stats();
+  ASSERT_TRUE(store.ReadBlocks(buckets, out, /*cache=*/false).ok());
+  EXPECT_EQ(file_->stats().blocks_read - before.blocks_read, 2u);
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    EXPECT_EQ(EncodedBlock(out[i].span()).bucket(), buckets[i]);
+  }
+  EXPECT_TRUE(store.Cached(1));
+  EXPECT_FALSE(store.Cached(2));
+  EXPECT_FALSE(store.Cached(3));
+}
+
 TEST_F(BucketStoreTest, APreloadReadsTheMissingBlocksOnceAndTheirEditsNone) {
   BucketStore store(file_.get(), map_.get(), kBlock, 0, 64 * kBlock);
   ASSERT_TRUE(store.LoadPlaces(kBuckets, /*stored=*/false).ok());
