@@ -100,6 +100,17 @@ void EncodedBlock::Init(uint64_t b) {
   PutFixed64(data() + kBucketAt, b);
 }
 
+void EncodedBlock::InitHeader(uint64_t b) {
+  std::memset(data(), 0, kBlockHeaderBytes);
+  PutFixed32(data() + kMagicAt, kBlockMagic);
+  PutFixed64(data() + kBucketAt, b);
+}
+
+void EncodedBlock::ZeroFree() {
+  const size_t from = kBlockHeaderBytes + kSlotBytes * count();
+  std::memset(data() + from, 0, bytes_.size() - record_bytes() - from);
+}
+
 uint64_t EncodedBlock::bucket() const { return GetFixed64(data() + kBucketAt); }
 uint32_t EncodedBlock::checkpoint() const {
   return GetFixed32(data() + kCheckpointAt);

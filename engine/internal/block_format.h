@@ -164,6 +164,12 @@ class EncodedBlock {
 
   // Makes the bytes an empty block of `bucket`.
   void Init(uint64_t bucket);
+  // Init but for the bytes past the header, left as they were, for a
+  // block filled at once: ZeroFree once its records are in zeroes what
+  // they left free, so the records' bytes are written once.
+  void InitHeader(uint64_t bucket);
+  // Zeroes the bytes between the directory and the records.
+  void ZeroFree();
 
   uint64_t bucket() const;
   // The low 32 bits of the sequence number of the checkpoint that stored

@@ -223,7 +223,7 @@ EncodedBlock BucketStore::Rebuild(uint64_t b) {
   TagFilter* appended = NoteEdited(b, Summary::kEmpty);
   cache_.Drop(b);
   EncodedBlock block = View(blocks_->Hold(b + kHeaderBlocks), appended);
-  block.Init(b);
+  block.InitHeader(b);
   return block;
 }
 

@@ -212,7 +212,9 @@ class BucketStore {
   // Returns a block freshly held by Edit, unchanged, to the cache.
   void Unhold(uint64_t b);
   // Bucket b's block made anew, empty, where it is held (a distribute's
-  // rebuilt block); its cached copy dropped.
+  // rebuilt block); its cached copy dropped. Its free bytes are as the
+  // slot left them: the caller appends its records and then zeroes them
+  // (EncodedBlock::ZeroFree), before anything else reads the block.
   EncodedBlock Rebuild(uint64_t b);
   // Drops bucket b's cached copy (a released bucket).
   void DropCached(uint64_t b) { cache_.Drop(b); }

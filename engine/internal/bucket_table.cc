@@ -233,6 +233,10 @@ absl::Status BucketTable::Distribute(std::span<const uint64_t> sources,
     blocks.push_back(store_->Rebuild(rebuilt[i]));
     slot[rebuilt[i]] = i;
   }
+  // Their free bytes zeroed once their records are in, however this ends.
+  absl::Cleanup zero_free = [&] {
+    for (EncodedBlock& block : blocks) block.ZeroFree();
+  };
   if (observer_ != nullptr) observer_->OnDistribute(mapping_, sources, rebuilt);
   // Records leaving the stash are logged as removals, records entering it
   // as puts; a record that stays in the stash needs no entry.

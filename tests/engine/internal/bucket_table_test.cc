@@ -90,6 +90,46 @@ TEST(BucketTableTest, MatchesAMapThroughGrowthAndShrinkage) {
   }
 }
 
+// A grow or shrink makes its blocks in slots that held other blocks; the
+// format keeps a block's free bytes (between its directory and its
+// records) zero all the same.
+TEST(BucketTableTest, RebuiltBlocksKeepTheirFreeBytesZero) {
+  std::mt19937_64 rng(5);
+  EngineParts parts(512, 2, 16 * 512);
+  io::AlignedBuffer block(512);
+  auto expect_free_zero = [&] {
+    for (uint64_t b = 0; b < parts.table->num_buckets(); ++b) {
+      ASSERT_TRUE(parts.store->Load(b, block.span()).ok());
+      const EncodedBlock view(block.span());
+      const char* p = reinterpret_cast<const char*>(block.data());
+      const size_t from = kBlockHeaderBytes + kSlotBytes * view.count();
+      for (size_t i = from; i < from + view.room(); ++i) {
+        ASSERT_EQ(p[i], 0) << "bucket " << b << " byte " << i;
+      }
+    }
+  };
+  uint64_t checked = 0;
+  for (int step = 0; step < 4000; ++step) {
+    const bool put = rng() % 10 < (step < 2000 ? 9u : 1u);
+    const std::string key = absl::StrCat("key", rng() % 600);
+    const uint64_t h = parts.table->Hash(key);
+    ASSERT_TRUE((put ? parts.table->Put(key, Value(rng), h)
+                     : parts.table->Delete(key, h))
+                    .ok());
+    ASSERT_TRUE(parts.table->MaybeShrink().ok());
+    parts.store->RefreshFilters();
+    if (step % 100 == 99) parts.CheckpointBlocks();
+    if (step % 250 == 0) {
+      expect_free_zero();
+      ++checked;
+    }
+  }
+  const LogicalLedger l = parts.table->logical();
+  EXPECT_GT(l.grows, 20u);
+  EXPECT_GT(l.shrinks, 20u);
+  EXPECT_EQ(checked, 16u);
+}
+
 TEST(BucketTableTest, AFullBlockOverflowsIntoTheStashAndRefillsFromIt) {
   // Records of a quarter of a block's record space: few fit a block, so
   // a bucket's block fills before the table grows past it.
