@@ -72,6 +72,7 @@ void DeferredDevice::SealFrozen() {
 }
 
 void DeferredDevice::SealLeaving(std::span<const std::span<std::byte>> slots) {
+  if (!leaving_seal_) return;
   constexpr size_t kBatch = 64;
   for (size_t i = 0; i < slots.size();) {
     MutexLock lock(&frozen_mu_);
