@@ -95,9 +95,8 @@ TagFilter TagFilterOf(std::span<const std::byte> block) {
 }
 
 void EncodedBlock::Init(uint64_t b) {
-  std::memset(data(), 0, bytes_.size());
-  PutFixed32(data() + kMagicAt, kBlockMagic);
-  PutFixed64(data() + kBucketAt, b);
+  InitHeader(b);
+  ZeroFree();  // no records yet: all past the header
 }
 
 void EncodedBlock::InitHeader(uint64_t b) {

@@ -114,16 +114,10 @@ absl::Status BucketStore::ReadBlocks(std::span<const uint64_t> buckets,
     missed.push_back(buckets[i]);
     reads.push_back({buckets[i] + kHeaderBlocks, out[i].span()});
   }
-  return ReadAndCache(missed, reads, cache);
-}
-
-absl::Status BucketStore::ReadAndCache(std::span<const uint64_t> buckets,
-                                       std::span<const io::ReadRequest> reads,
-                                       bool cache) {
   RT_RETURN_IF_ERROR(blocks_->ReadBatch(reads));
-  for (size_t r = 0; r < buckets.size(); ++r) {
-    RT_RETURN_IF_ERROR(VerifyBlock(reads[r].buffer, buckets[r]));
-    if (cache) cache_.Insert(buckets[r], reads[r].buffer);
+  for (size_t r = 0; r < missed.size(); ++r) {
+    RT_RETURN_IF_ERROR(VerifyBlock(reads[r].buffer, missed[r]));
+    if (cache) cache_.Insert(missed[r], reads[r].buffer);
   }
   return absl::OkStatus();
 }

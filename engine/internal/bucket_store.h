@@ -284,10 +284,6 @@ class BucketStore {
   // value is assigned to *value.
   static bool FindIn(std::span<const std::byte> bytes, std::string_view key,
                      uint16_t tag, std::string* value);
-  // Reads `reads` (the blocks of `buckets`, in order) in one batch,
-  // verifies each and caches it if `cache`.
-  absl::Status ReadAndCache(std::span<const uint64_t> buckets,
-                            std::span<const io::ReadRequest> reads, bool cache);
   // Find's read of a block that is neither cached nor held.
   absl::StatusOr<bool> FindOnDevice(uint64_t b, std::string_view key,
                                     uint16_t tag, std::string* value);
