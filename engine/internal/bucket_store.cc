@@ -9,6 +9,7 @@
 #include "engine/internal/kill_points.h"
 #include "engine/internal/table_files.h"
 #include "io/base/status_macros.h"
+#include "io/base/wait.h"
 
 namespace roundtable::internal {
 
@@ -318,7 +319,7 @@ absl::Status BucketStore::WriteAhead(uint64_t keep_bytes, size_t most,
       ahead_.thread = std::thread([this] {
         io::BlockDevice& file = places_->file();
         while (true) {
-          ahead_.state.wait(Ahead::kIdle, std::memory_order_acquire);
+          WaitWhileEqual(ahead_.state, Ahead::kIdle);
           if (ahead_.state.load(std::memory_order_acquire) == Ahead::kStop) {
             return;
           }
@@ -326,7 +327,7 @@ absl::Status BucketStore::WriteAhead(uint64_t keep_bytes, size_t most,
           ahead_.status = file.WriteBatch(ahead_.blocks);
           KillPoint("write-ahead: blocks written");
           ahead_.state.store(Ahead::kIdle, std::memory_order_release);
-          ahead_.state.notify_all();
+          WakeAll(ahead_.state);
         }
       });
     } catch (const std::system_error&) {
@@ -337,12 +338,12 @@ absl::Status BucketStore::WriteAhead(uint64_t keep_bytes, size_t most,
     }
   }
   ahead_.state.store(Ahead::kBusy, std::memory_order_release);
-  ahead_.state.notify_all();
+  WakeAll(ahead_.state);
   return absl::OkStatus();
 }
 
 absl::Status BucketStore::FinishAhead() {
-  ahead_.state.wait(Ahead::kBusy, std::memory_order_acquire);
+  WaitWhileEqual(ahead_.state, Ahead::kBusy);
   if (!ahead_placed_) return absl::OkStatus();
   ahead_placed_ = false;
   const absl::Status s = ahead_.status;
@@ -358,7 +359,7 @@ BucketStore::~BucketStore() {
   FinishAhead().IgnoreError();
   if (ahead_.thread.joinable()) {
     ahead_.state.store(Ahead::kStop, std::memory_order_release);
-    ahead_.state.notify_all();
+    WakeAll(ahead_.state);
     ahead_.thread.join();
   }
 }

@@ -11,6 +11,7 @@
 #include "engine/internal/journal.h"
 #include "engine/internal/kill_points.h"
 #include "io/base/status_macros.h"
+#include "io/base/wait.h"
 
 namespace roundtable::internal {
 
@@ -81,7 +82,7 @@ struct Checkpointer::Writes {
   std::array<io::BlockDevice*, kJournaledFiles> files{};
   std::thread thread;
   absl::Status status;  // written by the thread before `done`
-  std::atomic<bool> done{false};
+  std::atomic<int> done{0};
   // The held blocks the thread makes first (MadeBlocks), and whether it
   // has (then it reads nothing of `made` any more).
   std::vector<MadeBlocks> made;
@@ -97,8 +98,8 @@ struct Checkpointer::Writes {
   }
   void Run() {
     status = WriteAll();
-    done.store(true, std::memory_order_release);
-    done.notify_all();
+    done.store(1, std::memory_order_release);
+    WakeAll(done);
   }
   absl::Status WriteAll() {
     for (const MadeBlocks& m : made) m.make();
@@ -141,8 +142,8 @@ struct Checkpointer::Writes {
     }
     return absl::OkStatus();
   }
-  bool Done() const { return done.load(std::memory_order_acquire); }
-  void Wait() const { done.wait(false, std::memory_order_acquire); }
+  bool Done() const { return done.load(std::memory_order_acquire) != 0; }
+  void Wait() const { WaitWhileEqual(done, 0); }
   void Join() {
     if (thread.joinable()) thread.join();
   }
