@@ -30,6 +30,7 @@
 #include "engine/internal/table_impl.h"
 #include "engine/mapping/round_mapping.h"
 #include "gtest/gtest.h"
+#include "io/base/status_macros.h"
 #include "io/block_device.h"
 #include "tests/engine/table_dirs.h"
 
@@ -1446,6 +1447,136 @@ TEST(TableTest, ACheckpointWritesEachChangedBlockOnce) {
     EXPECT_LE(std::filesystem::file_size(dir + "/blocks"),
               (2 + 2 * after.buckets) * 4096);
   }
+  auto table = OpenOrDie(o, dir);
+  ASSERT_NE(table, nullptr);
+  for (const auto& [k, v] : model) ASSERT_EQ(*table->Get(k), v) << k;
+  EXPECT_TRUE(table->Check().ok()) << table->Check();
+}
+
+// A file device that records the cuts (Resizes to fewer blocks) made of
+// its file, and whether an explicit Checkpoint or Close was running.
+class CutRecorder final : public io::BlockDevice {
+ public:
+  struct Cut {
+    std::string path;
+    uint64_t from, to;
+    bool explicit_call;
+    std::thread::id thread;
+  };
+  CutRecorder(std::unique_ptr<io::BlockDevice> inner, std::vector<Cut>* cuts,
+              const std::atomic<bool>* explicit_call)
+      : BlockDevice(inner->path()),
+        inner_(std::move(inner)),
+        cuts_(cuts),
+        explicit_call_(explicit_call) {}
+  const io::Capabilities& capabilities() const override {
+    return inner_->capabilities();
+  }
+  uint64_t num_blocks() const override { return inner_->num_blocks(); }
+
+ protected:
+  absl::Status DoRead(uint64_t block, std::span<std::byte> buffer) override {
+    return inner_->Read(block, buffer);
+  }
+  absl::Status DoReadBatch(std::span<const io::ReadRequest> r) override {
+    return inner_->ReadBatch(r);
+  }
+  absl::Status DoWrite(uint64_t block,
+                       std::span<const std::byte> buffer) override {
+    return inner_->Write(block, buffer);
+  }
+  absl::Status DoWriteChanged(uint64_t block, std::span<const std::byte> buffer,
+                              size_t begin, size_t end) override {
+    return inner_->WriteChanged(block, buffer, begin, end);
+  }
+  absl::Status DoWriteBatch(std::span<const io::WriteRequest> r) override {
+    return inner_->WriteBatch(r);
+  }
+  absl::Status DoSync() override { return inner_->Sync(); }
+  absl::Status DoResize(uint64_t num_blocks) override {
+    const uint64_t from = inner_->num_blocks();
+    RT_RETURN_IF_ERROR(inner_->Resize(num_blocks));
+    if (num_blocks < from) {
+      std::lock_guard<std::mutex> lock(mu_);
+      cuts_->push_back({path(), from, num_blocks, explicit_call_->load(),
+                        std::this_thread::get_id()});
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::unique_ptr<io::BlockDevice> inner_;
+  std::vector<Cut>* const cuts_;
+  const std::atomic<bool>* const explicit_call_;
+  static inline std::mutex mu_;
+};
+
+// The checkpoints the table makes as it goes cut a file, on the writer's
+// path, only where that frees more than an eighth of it and 1 MiB (each
+// cut frees blocks, which a file system mounted with discard and no
+// journal discards before the call returns): a table that fills and then
+// mostly empties is cut back by them as its places move down, a few
+// blocks at a time, while each such few are left. Creation, Checkpoint()
+// and Close() cut each file to its end. Nothing is lost either way.
+TEST(TableTest, CheckpointsAsItGoesCutOnlyPastASlack) {
+  const std::string dir = TempDir("cuts");
+  std::vector<CutRecorder::Cut> cuts;
+  // Set while the table is created, checkpointed and closed.
+  std::atomic<bool> explicit_call{true};
+  const internal::FileOpener recorded =
+      [&](const std::string& path, const io::DeviceOptions& d)
+      -> absl::StatusOr<std::unique_ptr<io::BlockDevice>> {
+    auto device = io::OpenBlockDevice(path, d);
+    if (!device.ok()) return device;
+    return std::make_unique<CutRecorder>(*std::move(device), &cuts,
+                                         &explicit_call);
+  };
+  Options o = Posix();
+  o.block_size = 1024;
+  o.checkpoint_bytes = 256 << 10;
+  std::map<std::string, std::string> model;
+  {
+    auto opened = Table::Impl::Open(o, dir, recorded);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    std::unique_ptr<Table> table = *std::move(opened);
+    explicit_call = false;
+    std::mt19937_64 rng(3);
+    for (int i = 0; i < 40000; ++i) {
+      const std::string key = absl::StrCat("k", i);
+      model[key] = std::string(60 + rng() % 80, 'a' + i % 26);
+      ASSERT_TRUE(table->Put(key, model[key]).ok());
+    }
+    for (int i = 0; i < 40000; ++i) {
+      if (i % 10 == 0) continue;
+      const std::string key = absl::StrCat("k", i);
+      ASSERT_TRUE(table->Delete(key).ok());
+      model.erase(key);
+    }
+    // Puts and deletes over the few keys left: the copies move a little.
+    for (int i = 0; i < 20000; ++i) {
+      const std::string key = absl::StrCat("k", 10 * (rng() % 4000));
+      if (rng() % 2 == 0) {
+        model[key] = std::string(60 + rng() % 80, 'q');
+        ASSERT_TRUE(table->Put(key, model[key]).ok());
+      } else {
+        ASSERT_TRUE(table->Delete(key).ok());
+        model.erase(key);
+      }
+    }
+    explicit_call = true;
+    ASSERT_TRUE(table->Checkpoint().ok());
+    for (const auto& [k, v] : model) ASSERT_EQ(*table->Get(k), v) << k;
+  }
+  uint64_t as_it_goes = 0;
+  for (const CutRecorder::Cut& c : cuts) {
+    // The log files and the journal are cut by the checkpoints' thread.
+    if (c.explicit_call || c.thread != std::this_thread::get_id()) continue;
+    ++as_it_goes;
+    EXPECT_GT(c.from - c.to, std::max<uint64_t>(c.to / 8, (1 << 20) / 1024))
+        << "a cut of " << c.path << " from " << c.from << " to " << c.to
+        << " blocks";
+  }
+  EXPECT_GT(as_it_goes, 0u) << "no checkpoint cut the emptied table's files";
   auto table = OpenOrDie(o, dir);
   ASSERT_NE(table, nullptr);
   for (const auto& [k, v] : model) ASSERT_EQ(*table->Get(k), v) << k;
