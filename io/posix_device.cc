@@ -44,16 +44,32 @@ absl::Status TransferFully(bool is_read, int fd, const std::string& path,
   return absl::OkStatus();
 }
 
-// pwritev of every byte of `iov` at `offset`, IOV_MAX buffers a call: short
-// writes are resubmitted from where they stopped (the vector is consumed),
-// EINTR and EAGAIN retried.
+// The most bytes one pwritev carries. A buffered write holds the file's
+// inode lock while it copies into the page cache, so every other write to
+// the file waits for the whole call: with IOV_MAX blocks a call (4 MiB), a
+// checkpoint writing its blocks held each write of the blocks written
+// ahead to the same file up for about 1.3 ms, and the table's writer,
+// waiting for those, for tens of milliseconds (seen).
+constexpr size_t kMaxWriteBytes = 256 << 10;
+
+// pwritev of every byte of `iov` at `offset`, up to IOV_MAX buffers and
+// kMaxWriteBytes (or the first buffer, if larger) a call: short writes are
+// resubmitted from where they stopped (the vector is consumed), EINTR and
+// EAGAIN retried.
 absl::Status WriteVectorFully(int fd, const std::string& path,
                               std::span<struct iovec> iov, uint64_t offset,
                               uint64_t& submissions) {
   while (!iov.empty()) {
-    const int count = static_cast<int>(std::min<size_t>(iov.size(), IOV_MAX));
+    size_t count = 1;
+    for (size_t bytes = iov[0].iov_len;
+         count < std::min<size_t>(iov.size(), IOV_MAX) &&
+         bytes + iov[count].iov_len <= kMaxWriteBytes;
+         ++count) {
+      bytes += iov[count].iov_len;
+    }
     ++submissions;
-    const ssize_t n = pwritev(fd, iov.data(), count, static_cast<off_t>(offset));
+    const ssize_t n = pwritev(fd, iov.data(), static_cast<int>(count),
+                              static_cast<off_t>(offset));
     if (n <= 0) {
       if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       size_t left = 0;
