@@ -43,14 +43,15 @@ if [ "$sanitize" -eq 1 ]; then
   "$top/tools/build.sh" build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DRT_TSAN=ON -DRT_BUILD_BENCH=OFF -- --target table_test \
     table_power_loss_test table_write_ahead_test block_device_contract_test \
-    deferred_device_test
+    deferred_device_test wait_test
   (cd "$top/build-tsan/tests" &&
    export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 &&
    ./table_test --gtest_filter='*Concurrent*:*BesideTheWriters*:*NextCheckpointsThread*:*GrowsFromEmptyAndShrinksBackToEmpty*' &&
    ./table_power_loss_test --gtest_filter='*Concurrent*' &&
    ./table_write_ahead_test &&
    ./block_device_contract_test &&
-   ./deferred_device_test)
+   ./deferred_device_test &&
+   ./wait_test)
 
   # The fuzz target, for a bounded time (docs/testing.md: longer runs).
   "$top/tools/setup.sh" clang libclang-rt-dev
