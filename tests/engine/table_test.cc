@@ -586,18 +586,12 @@ class Gate {
   std::array<std::atomic<int>, 3> writes_{}, syncs_{};  // wal, wal.1, journal
 };
 
-// The writes of the block file and the journal pass the gate; the writes
-// and syncs of the journal and of each log file are counted.
-class GatedDevice final : public io::BlockDevice {
+// A device that passes each call on to the one it wraps, for a test to
+// watch some of them.
+class ForwardingDevice : public io::BlockDevice {
  public:
-  // `counted`: the file whose writes and syncs the gate counts, or -1.
-  GatedDevice(std::unique_ptr<io::BlockDevice> inner, Gate* gate, bool gated,
-              int counted)
-      : BlockDevice(inner->path()),
-        inner_(std::move(inner)),
-        gate_(gate),
-        gated_(gated),
-        counted_(counted) {}
+  explicit ForwardingDevice(std::unique_ptr<io::BlockDevice> inner)
+      : BlockDevice(inner->path()), inner_(std::move(inner)) {}
   const io::Capabilities& capabilities() const override {
     return inner_->capabilities();
   }
@@ -609,27 +603,56 @@ class GatedDevice final : public io::BlockDevice {
   }
   absl::Status DoWrite(uint64_t block,
                        std::span<const std::byte> buffer) override {
-    if (counted_ >= 0) gate_->NoteWrite(counted_);
-    if (gated_) gate_->Pass();
     return inner_->Write(block, buffer);
   }
   absl::Status DoWriteChanged(uint64_t block, std::span<const std::byte> buffer,
                               size_t begin, size_t end) override {
-    if (counted_ >= 0) gate_->NoteWrite(counted_);
-    if (gated_) gate_->Pass();
     return inner_->WriteChanged(block, buffer, begin, end);
   }
-  absl::Status DoSync() override {
-    absl::Status s = inner_->Sync();
-    if (counted_ >= 0) gate_->NoteSync(counted_);
-    return s;
-  }
+  absl::Status DoSync() override { return inner_->Sync(); }
   absl::Status DoResize(uint64_t num_blocks) override {
     return inner_->Resize(num_blocks);
   }
+  io::BlockDevice& inner() { return *inner_; }
 
  private:
   std::unique_ptr<io::BlockDevice> inner_;
+};
+
+// The writes of the block file and the journal pass the gate; the writes
+// and syncs of the journal and of each log file are counted.
+class GatedDevice final : public ForwardingDevice {
+ public:
+  // `counted`: the file whose writes and syncs the gate counts, or -1.
+  GatedDevice(std::unique_ptr<io::BlockDevice> inner, Gate* gate, bool gated,
+              int counted)
+      : ForwardingDevice(std::move(inner)),
+        gate_(gate),
+        gated_(gated),
+        counted_(counted) {}
+
+ protected:
+  absl::Status DoWrite(uint64_t block,
+                       std::span<const std::byte> buffer) override {
+    Note();
+    return ForwardingDevice::DoWrite(block, buffer);
+  }
+  absl::Status DoWriteChanged(uint64_t block, std::span<const std::byte> buffer,
+                              size_t begin, size_t end) override {
+    Note();
+    return ForwardingDevice::DoWriteChanged(block, buffer, begin, end);
+  }
+  absl::Status DoSync() override {
+    absl::Status s = ForwardingDevice::DoSync();
+    if (counted_ >= 0) gate_->NoteSync(counted_);
+    return s;
+  }
+
+ private:
+  void Note() {
+    if (counted_ >= 0) gate_->NoteWrite(counted_);
+    if (gated_) gate_->Pass();
+  }
   Gate* const gate_;
   const bool gated_;
   const int counted_;
@@ -1455,7 +1478,7 @@ TEST(TableTest, ACheckpointWritesEachChangedBlockOnce) {
 
 // A file device that records the cuts (Resizes to fewer blocks) made of
 // its file, and whether an explicit Checkpoint or Close was running.
-class CutRecorder final : public io::BlockDevice {
+class CutRecorder final : public ForwardingDevice {
  public:
   struct Cut {
     std::string path;
@@ -1465,37 +1488,14 @@ class CutRecorder final : public io::BlockDevice {
   };
   CutRecorder(std::unique_ptr<io::BlockDevice> inner, std::vector<Cut>* cuts,
               const std::atomic<bool>* explicit_call)
-      : BlockDevice(inner->path()),
-        inner_(std::move(inner)),
+      : ForwardingDevice(std::move(inner)),
         cuts_(cuts),
         explicit_call_(explicit_call) {}
-  const io::Capabilities& capabilities() const override {
-    return inner_->capabilities();
-  }
-  uint64_t num_blocks() const override { return inner_->num_blocks(); }
 
  protected:
-  absl::Status DoRead(uint64_t block, std::span<std::byte> buffer) override {
-    return inner_->Read(block, buffer);
-  }
-  absl::Status DoReadBatch(std::span<const io::ReadRequest> r) override {
-    return inner_->ReadBatch(r);
-  }
-  absl::Status DoWrite(uint64_t block,
-                       std::span<const std::byte> buffer) override {
-    return inner_->Write(block, buffer);
-  }
-  absl::Status DoWriteChanged(uint64_t block, std::span<const std::byte> buffer,
-                              size_t begin, size_t end) override {
-    return inner_->WriteChanged(block, buffer, begin, end);
-  }
-  absl::Status DoWriteBatch(std::span<const io::WriteRequest> r) override {
-    return inner_->WriteBatch(r);
-  }
-  absl::Status DoSync() override { return inner_->Sync(); }
   absl::Status DoResize(uint64_t num_blocks) override {
-    const uint64_t from = inner_->num_blocks();
-    RT_RETURN_IF_ERROR(inner_->Resize(num_blocks));
+    const uint64_t from = inner().num_blocks();
+    RT_RETURN_IF_ERROR(ForwardingDevice::DoResize(num_blocks));
     if (num_blocks < from) {
       std::lock_guard<std::mutex> lock(mu_);
       cuts_->push_back({path(), from, num_blocks, explicit_call_->load(),
@@ -1505,7 +1505,6 @@ class CutRecorder final : public io::BlockDevice {
   }
 
  private:
-  std::unique_ptr<io::BlockDevice> inner_;
   std::vector<Cut>* const cuts_;
   const std::atomic<bool>* const explicit_call_;
   static inline std::mutex mu_;
