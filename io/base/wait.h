@@ -1,6 +1,7 @@
 // Waiting for another thread to change a word: C++20's atomic wait, less
-// its yields. libstdc++'s wait calls sched_yield a dozen times before it
-// sleeps, and on a busy machine a yield hands the CPU to whatever else is
+// its yields. libstdc++'s wait (GCC 12) pauses twelve times, then calls
+// sched_yield four times before it sleeps, and each time it wakes without
+// the change; on a busy machine a yield hands the CPU to whatever else is
 // runnable there, for as long as that runs (28 ms at once was seen on the
 // table's writer, waiting for the blocks it writes ahead). Here a waiter
 // spins a few microseconds, then sleeps on a futex until woken.
