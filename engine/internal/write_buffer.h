@@ -143,8 +143,10 @@ class WriteBuffer final : public DistributeObserver {
   // sweep, in one batch (BucketStore::Preload).
   absl::Status PreloadDrains(uint64_t first);
 
-  // The drains whose blocks one batch reads.
-  static constexpr uint64_t kPreloadedDrains = 32;
+  // The drains whose blocks one batch reads: the write that starts a
+  // batch waits for all of its reads (32 took that write to about 100 us,
+  // docs/benchmarks.md).
+  static constexpr uint64_t kPreloadedDrains = 8;
 
   const uint64_t limit_;
   const uint64_t held_limit_;
