@@ -12,6 +12,7 @@
 #include <shared_mutex>
 
 #include "absl/base/thread_annotations.h"
+#include "io/base/wait.h"
 
 namespace roundtable {
 
@@ -23,11 +24,7 @@ class ABSL_LOCKABLE Mutex {
   void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
     for (int i = 0; i < kSpins; ++i) {
       if (mu_.try_lock()) return;
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#elif defined(__aarch64__)
-      asm volatile("yield");
-#endif
+      CpuRelax();
     }
     mu_.lock();
   }

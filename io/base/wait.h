@@ -17,16 +17,21 @@
 
 namespace roundtable {
 
+// One turn of a spin loop: tells the CPU this thread is waiting.
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 // Returns once `word` no longer holds `old` (read with acquire order).
 inline void WaitWhileEqual(const std::atomic<int>& word, int old) {
   static_assert(sizeof(std::atomic<int>) == sizeof(int));
   for (int i = 0; i < 256; ++i) {
     if (word.load(std::memory_order_acquire) != old) return;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
+    CpuRelax();
   }
   while (word.load(std::memory_order_acquire) == old) {
     // Returns at once if the word changed since (EAGAIN), and may wake
